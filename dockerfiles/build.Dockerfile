@@ -1,0 +1,16 @@
+# The build image: pinned toolchain on the debootstrapped base, plus the target
+# sysroot. Built by `pyfreight images`; BASE is the base image's content-hash tag.
+ARG BASE
+FROM ${BASE}
+
+COPY build-packages.txt /tmp/build-packages.txt
+RUN apt-get update \
+ && grep -v '^#' /tmp/build-packages.txt | xargs apt-get install -y --no-install-recommends \
+ && apt-get clean && rm -rf /var/lib/apt/lists/* /tmp/build-packages.txt
+
+# Debian bullseye rootfs subset (glibc 2.31); compilers get --sysroot=/sysroot.
+ADD sysroot.tar /sysroot/
+
+# Builds run as this unprivileged user; the prefix and work folders are its own.
+RUN useradd --uid 1000 --user-group --home-dir /tmp --no-create-home builder \
+ && mkdir -p /tools/deps /build/work && chown -R 1000:1000 /tools /build

@@ -1,0 +1,3 @@
+from pyfreight.cli import main
+
+raise SystemExit(main())

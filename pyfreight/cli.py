@@ -1,0 +1,118 @@
+"""The pyfreight command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+from pyfreight import toolchain
+from pyfreight.errors import PyfreightError
+from pyfreight.logs import say
+from pyfreight.paths import DEFAULT_TARGET, default_workspace
+
+
+def cmd_images(args: argparse.Namespace) -> None:
+    from pyfreight.images import ensure_images
+
+    image = ensure_images(default_workspace())
+    packages = image.manifest.read_text().splitlines()
+    wanted = ("clang-19", "lld-19", "llvm-19", "libclang-rt-19-dev", "make", "perl", "python3")
+    print(f"tag:      {image.tag}")
+    print(f"image id: {image.image_id}")
+    print(f"manifest: {image.manifest} ({len(packages)} packages)")
+    for line in packages:
+        if line.split("=", 1)[0] in wanted:
+            print(f"  {line}")
+
+
+def cmd_fetch(args: argparse.Namespace) -> None:
+    from pyfreight.deps import fetch_all
+    from pyfreight.graph import check_graph
+    from pyfreight.recipes import load_all
+
+    recipes = load_all()
+    check_graph(recipes)
+    if not args.all and not args.names:
+        raise PyfreightError("say which recipes to fetch (pyfreight fetch NAME …) or --all")
+    names = sorted(recipes) if args.all else args.names
+    unknown = [n for n in names if n not in recipes]
+    if unknown:
+        raise PyfreightError(f"no recipe named {', '.join(unknown)}; known: {', '.join(recipes)}")
+    ws = default_workspace()
+    fetch_all((recipes[n] for n in names), ws, offline=args.offline)
+    count = sum(len(recipes[n].sources) for n in names)
+    print(f"{count} source file(s) verified in {ws.downloads}")
+
+
+def cmd_deps(args: argparse.Namespace) -> None:
+    from pyfreight.deps import build_deps
+
+    started = time.monotonic()
+    result = build_deps(
+        names=args.names or None,
+        target=args.target,
+        ws=default_workspace(),
+        parallel=args.parallel,
+        jobs=args.jobs,
+        force=args.force,
+        offline=args.offline,
+    )
+    say(
+        f"deps: {len(result.built)} built, {len(result.reused)} up to date, "
+        f"in {time.monotonic() - started:.1f} s"
+    )
+    for name, artifact in sorted(result.artifacts.items()):
+        print(f"{name:18} {artifact.path}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pyfreight",
+        description="Build standalone, relocatable CPython distributions.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("images", help="build the pinned images that are missing; show them")
+    p.set_defaults(func=cmd_images)
+
+    p = sub.add_parser("fetch", help="download and verify recipe sources into build/downloads")
+    p.add_argument("names", nargs="*", metavar="NAME", help="recipes to fetch")
+    p.add_argument("--all", action="store_true", help="every recipe")
+    p.add_argument("--offline", action="store_true", help="use only the cache and mirrors")
+    p.set_defaults(func=cmd_fetch)
+
+    p = sub.add_parser("deps", help="build dependency recipes (default: all) as static libraries")
+    p.add_argument("names", nargs="*", metavar="NAME", help="recipes to build (and their deps)")
+    p.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(toolchain.TARGET_TRIPLES))
+    p.add_argument(
+        "-j",
+        "--parallel",
+        type=int,
+        default=min(2, toolchain.default_jobs()),
+        help="recipes built at once (default: %(default)s)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=toolchain.default_jobs(),
+        help="make jobs inside each build (default: cores, %(default)s)",
+    )
+    p.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    p.add_argument("--offline", action="store_true", help="fetch only from the cache and mirrors")
+    p.set_defaults(func=cmd_deps)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except PyfreightError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; nothing half-built was kept", file=sys.stderr)
+        return 130
+    return 0

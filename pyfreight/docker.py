@@ -1,0 +1,67 @@
+"""Thin wrapper over the docker CLI: every call logged, failures explained."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from pyfreight.errors import PyfreightError
+from pyfreight.logs import tail
+
+# The legacy builder needs no buildx plugin and no registry access.
+DOCKER_ENV = {**os.environ, "DOCKER_BUILDKIT": "0"}
+
+
+def engine_available() -> bool:
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def require_engine() -> None:
+    if not engine_available():
+        raise PyfreightError(
+            "no Docker engine answers 'docker info'; run scripts/setup.sh (as root on Debian it "
+            "installs docker.io and starts dockerd) or start Docker yourself"
+        )
+
+
+def run_logged(args: Sequence[str], log: Path, what: str, stdin=None) -> None:
+    """Runs a command with stdout and stderr appended to `log`; on failure raises with
+    the last 50 lines of the log and its path."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as fh:
+        fh.write(f"$ {' '.join(args)}\n".encode())
+        fh.flush()
+        proc = subprocess.run(
+            args, stdout=fh, stderr=subprocess.STDOUT, stdin=stdin, env=DOCKER_ENV
+        )
+    if proc.returncode != 0:
+        raise PyfreightError(
+            f"{what} failed (exit {proc.returncode}); last lines of {log}:\n{tail(log, 50)}"
+        )
+
+
+def output(args: Sequence[str]) -> str:
+    proc = subprocess.run(args, capture_output=True, text=True, env=DOCKER_ENV)
+    if proc.returncode != 0:
+        raise PyfreightError(f"{' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def image_id(tag: str) -> str | None:
+    """The image id of `tag`, or None when no such image exists here."""
+    proc = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", tag],
+        capture_output=True,
+        text=True,
+        env=DOCKER_ENV,
+    )
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def remove_container(name: str) -> None:
+    subprocess.run(["docker", "rm", "-f", name], capture_output=True, env=DOCKER_ENV)

@@ -1,0 +1,55 @@
+"""The dependency graph between recipes: order, closure and sanity."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from graphlib import CycleError, TopologicalSorter
+
+from pyfreight.errors import PyfreightError
+from pyfreight.recipes import Recipe
+
+
+def check_graph(recipes: Mapping[str, Recipe]) -> None:
+    """Fails when a recipe depends on an unknown name or the graph has a cycle."""
+    for recipe in recipes.values():
+        unknown = sorted(set(recipe.depends) - set(recipes))
+        if unknown:
+            raise PyfreightError(
+                f"recipe {recipe.name} depends on unknown recipe(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(recipes))}"
+            )
+    build_order(recipes, recipes)
+
+
+def closure(recipes: Mapping[str, Recipe], names: Iterable[str]) -> set[str]:
+    """The named recipes and everything they depend on, transitively."""
+    wanted: set[str] = set()
+    stack = list(names)
+    while stack:
+        name = stack.pop()
+        if name in wanted:
+            continue
+        if name not in recipes:
+            raise PyfreightError(f"no recipe named {name!r}; known: {', '.join(sorted(recipes))}")
+        wanted.add(name)
+        stack.extend(recipes[name].depends)
+    return wanted
+
+
+def build_order(recipes: Mapping[str, Recipe], names: Iterable[str]) -> list[str]:
+    """The closure of `names` with dependencies first; ties broken by name so the
+    order is the same on every run."""
+    wanted = closure(recipes, names)
+    sorter = TopologicalSorter({n: sorted(recipes[n].depends) for n in sorted(wanted)})
+    try:
+        sorter.prepare()
+    except CycleError as exc:
+        raise PyfreightError(
+            f"dependency cycle between recipes: {' -> '.join(exc.args[1])}"
+        ) from None
+    order: list[str] = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready())
+        order.extend(ready)
+        sorter.done(*ready)
+    return order

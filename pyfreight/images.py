@@ -1,0 +1,229 @@
+"""Pinned images, built here (no registry is ever asked):
+
+- base:    debootstrap of the pinned suite, `docker import`ed;
+- sysroot: debootstrap of the target suite with the C library headers, absolute
+           symlinks made relative, cut down to what compilers read, as a tarball;
+- build:   dockerfiles/build.Dockerfile on the base: pinned toolchain + sysroot.
+
+Each tag is a hash of its inputs, so a changed pin makes a new image and an unchanged
+one is reused."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from pyfreight import docker
+from pyfreight.errors import PyfreightError
+from pyfreight.logs import say
+from pyfreight.mirrors import DebianMirrors, find_debian_mirrors
+from pyfreight.paths import DOCKERFILES_DIR, Workspace
+from pyfreight.tarball import walk_sorted, write_tar
+
+SPEC_FILE = DOCKERFILES_DIR / "images.yaml"
+
+
+@dataclass(frozen=True)
+class BuildImage:
+    tag: str
+    image_id: str
+    manifest: Path
+
+
+def load_spec() -> dict:
+    return yaml.safe_load(SPEC_FILE.read_text())
+
+
+def _digest(*parts: object) -> str:
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def base_tag(spec: dict) -> str:
+    return f"pyfreight-base:{_digest('base', spec['base'])}"
+
+
+def sysroot_digest(spec: dict) -> str:
+    return _digest("sysroot", spec["sysroot"])
+
+
+def build_tag(spec: dict) -> str:
+    build = spec["build"]
+    files = {
+        name: (DOCKERFILES_DIR / build[name]).read_text() for name in ("dockerfile", "packages")
+    }
+    return f"pyfreight-build:{_digest('build', base_tag(spec), sysroot_digest(spec), files)}"
+
+
+def _debootstrap(suite: str, variant: str, dest: Path, mirror: str, log: Path, include=()) -> None:
+    if os.geteuid() != 0:
+        raise PyfreightError(
+            "making the base image and sysroot needs debootstrap as root; run as root "
+            "(or with sudo) once, after which the images are reused"
+        )
+    exe = shutil.which("debootstrap") or "/usr/sbin/debootstrap"
+    if not Path(exe).exists():
+        raise PyfreightError("debootstrap is missing: apt-get install -y debootstrap")
+    args = [exe, f"--variant={variant}"]
+    if include:
+        args.append("--include=" + ",".join(include))
+    args += [suite, str(dest), mirror]
+    say(f"  debootstrap {suite} ({variant}) from {mirror} (log: {log})")
+    docker.run_logged(args, log, f"debootstrap {suite}")
+
+
+def _apt_sources(suite: str, mirrors: DebianMirrors) -> str:
+    lines = [f"deb {mirrors.archive} {suite} main", f"deb {mirrors.archive} {suite}-updates main"]
+    if mirrors.security:
+        lines.append(f"deb {mirrors.security} {suite}-security main")
+    return "\n".join(lines) + "\n"
+
+
+def _ensure_base(spec: dict, ws: Workspace, mirrors: DebianMirrors) -> str:
+    tag = base_tag(spec)
+    if docker.image_id(tag):
+        return tag
+    say(f"image {tag}: building")
+    base = spec["base"]
+    log = ws.logs / f"image-{tag.replace(':', '-')}.log"
+    ws.scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="rootfs-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        _debootstrap(base["suite"], base["variant"], rootfs, mirrors.archive, log)
+        (rootfs / "etc/apt/sources.list").write_text(_apt_sources(base["suite"], mirrors))
+        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+        docker.run_logged(
+            ["docker", "import", "-", tag], log, f"docker import {tag}", stdin=tar.stdout
+        )
+        if tar.wait() != 0:
+            raise PyfreightError(f"tar of the {base['suite']} rootfs failed; see {log}")
+    return tag
+
+
+def relativize_symlinks(root: Path) -> int:
+    """Rewrites absolute symlinks inside `root` as relative ones, so that a linker
+    given --sysroot=root does not escape to the host's files. Returns how many."""
+    changed = 0
+    for rel in walk_sorted(root):
+        path = root / rel
+        if path.is_symlink():
+            target = os.readlink(path)
+            if target.startswith("/"):
+                new = os.path.relpath(root / target.lstrip("/"), path.parent)
+                path.unlink()
+                path.symlink_to(new)
+                changed += 1
+    return changed
+
+
+def _installed_versions(rootfs: Path) -> dict[str, str]:
+    out = subprocess.run(
+        ["dpkg-query", f"--admindir={rootfs}/var/lib/dpkg", "-W", "-f", "${Package}=${Version}\n"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def _ensure_sysroot(spec: dict, ws: Workspace, mirrors: DebianMirrors) -> Path:
+    digest = sysroot_digest(spec)
+    out = ws.images / f"sysroot-{digest}.tar"
+    if out.exists():
+        return out
+    sysroot = spec["sysroot"]
+    say(f"sysroot {sysroot['suite']} ({digest}): building")
+    log = ws.logs / f"sysroot-{digest}.log"
+    ws.scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="sysroot-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        pins: dict[str, str] = sysroot["packages"]
+        _debootstrap(sysroot["suite"], sysroot["variant"], rootfs, mirrors.archive, log, pins)
+        versions = _installed_versions(rootfs)
+        wrong = {p: versions.get(p) for p, v in pins.items() if versions.get(p) != v}
+        if wrong:
+            detail = ", ".join(f"{p} is {wrong[p]} (pinned {pins[p]})" for p in sorted(wrong))
+            raise PyfreightError(
+                f"sysroot {sysroot['suite']}: {detail}; update dockerfiles/images.yaml"
+            )
+        manifest = "".join(f"{p}={v}\n" for p, v in sorted(versions.items()))
+        (ws.images / f"sysroot-{digest}.manifest.txt").write_text(manifest)
+        relativize_symlinks(rootfs)
+        keep = [k for k in sysroot["keep"] if (rootfs / k).exists() or (rootfs / k).is_symlink()]
+        members = []
+        for top in keep:
+            members.append((top, rootfs / top))
+            if (rootfs / top).is_dir() and not (rootfs / top).is_symlink():
+                members += [(f"{top}/{r}", rootfs / top / r) for r in walk_sorted(rootfs / top)]
+        write_tar(out, members, epoch=0)
+    return out
+
+
+def _ensure_build(spec: dict, ws: Workspace, base: str, sysroot_tar: Path) -> str:
+    tag = build_tag(spec)
+    if docker.image_id(tag):
+        return tag
+    say(f"image {tag}: building")
+    log = ws.logs / f"image-{tag.replace(':', '-')}.log"
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="context-") as ctx_dir:
+        ctx = Path(ctx_dir)
+        shutil.copy(DOCKERFILES_DIR / spec["build"]["dockerfile"], ctx / "Dockerfile")
+        shutil.copy(DOCKERFILES_DIR / spec["build"]["packages"], ctx / "build-packages.txt")
+        os.link(sysroot_tar, ctx / "sysroot.tar")
+        say(f"  docker build (log: {log})")
+        docker.run_logged(
+            ["docker", "build", "--build-arg", f"BASE={base}", "-t", tag, str(ctx)],
+            log,
+            f"docker build {tag}",
+        )
+    return tag
+
+
+def _write_manifest(tag: str, ws: Workspace) -> Path:
+    path = ws.images / f"{tag.replace(':', '-')}.manifest.txt"
+    if not path.exists():
+        text = docker.output(
+            [
+                "docker",
+                "run",
+                "--rm",
+                "--network",
+                "none",
+                tag,
+                "dpkg-query",
+                "-W",
+                "-f",
+                "${Package}=${Version}\n",
+            ]
+        )
+        tmp = path.with_suffix(".part")
+        tmp.write_text("".join(sorted(text.splitlines(keepends=True))))
+        os.replace(tmp, path)
+    return path
+
+
+def ensure_images(ws: Workspace) -> BuildImage:
+    """Builds whatever image is missing and returns the build image."""
+    docker.require_engine()
+    spec = load_spec()
+    ws.images.mkdir(parents=True, exist_ok=True)
+    tag = build_tag(spec)
+    if not docker.image_id(tag):
+        started = time.monotonic()
+        mirrors = find_debian_mirrors()
+        base = _ensure_base(spec, ws, mirrors)
+        sysroot_tar = _ensure_sysroot(spec, ws, mirrors)
+        _ensure_build(spec, ws, base, sysroot_tar)
+        say(f"images ready in {time.monotonic() - started:.0f} s")
+    image = docker.image_id(tag)
+    assert image is not None
+    return BuildImage(tag=tag, image_id=image, manifest=_write_manifest(tag, ws))

@@ -1,0 +1,47 @@
+"""Where things live. Every other module asks here instead of building paths itself."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RECIPES_DIR = REPO_ROOT / "recipes"
+SCHEMA_DIR = REPO_ROOT / "schema"
+DOCKERFILES_DIR = REPO_ROOT / "dockerfiles"
+
+DEFAULT_TARGET = "x86_64-unknown-linux-gnu"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The output folders of one build tree (build/ and dist/)."""
+
+    build: Path
+
+    @property
+    def downloads(self) -> Path:
+        return self.build / "downloads"
+
+    @property
+    def logs(self) -> Path:
+        return self.build / "logs"
+
+    @property
+    def images(self) -> Path:
+        return self.build / "images"
+
+    @property
+    def artifacts(self) -> Path:
+        return self.build
+
+    @property
+    def scratch(self) -> Path:
+        return self.build / "tmp"
+
+
+def default_workspace() -> Workspace:
+    """build/ beside the repository, or PYFREIGHT_BUILD_DIR when set (tests use it)."""
+    override = os.environ.get("PYFREIGHT_BUILD_DIR")
+    return Workspace(Path(override).resolve() if override else REPO_ROOT / "build")

@@ -1,0 +1,86 @@
+"""The compiler environment every recipe's build.sh receives.
+
+These values are part of every artifact's cache key: changing a flag rebuilds
+everything built with it."""
+
+from __future__ import annotations
+
+import os
+
+# Fixed paths inside the build container. They never name the host.
+PREFIX = "/tools/deps"  # where dependencies are installed and build.sh installs to
+SYSROOT = "/sysroot"  # Debian bullseye: glibc 2.31 is the oldest glibc we target
+SOURCES_DIR = "/inputs/sources"
+RECIPE_DIR = "/inputs/recipe"
+WORK_DIR = "/build/work"
+
+LLVM = "19"
+
+TARGET_TRIPLES = {
+    # our name (python-build-standalone's) -> clang's
+    "x86_64-unknown-linux-gnu": "x86_64-linux-gnu",
+}
+
+# Optimization and hardening as distributions build static libraries:
+#  -fPIC: the objects end up in libpython.so and in PIE executables.
+#  -fvisibility=hidden: nothing of a dependency is exported from the final binary.
+#  -fstack-protector-strong, -D_FORTIFY_SOURCE=2, -fstack-clash-protection,
+#  -fcf-protection: Debian's and Fedora's hardening defaults.
+#  -ffile-prefix-map: the container's build folder does not land in objects.
+COMMON_CFLAGS = (
+    "-O2 -fPIC -fvisibility=hidden "
+    "-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fstack-clash-protection -fcf-protection "
+    f"-ffile-prefix-map={WORK_DIR}=."
+)
+# lld; full RELRO with BIND_NOW and a non-executable stack for anything linked here
+# (configure test programs and the tools some builds run).
+COMMON_LDFLAGS = "-fuse-ld=lld -Wl,-z,relro,-z,now -Wl,-z,noexecstack"
+
+
+def build_environment(target: str, jobs: int, source_date_epoch: int) -> dict[str, str]:
+    """The environment of build.sh. Only `jobs` and the epoch vary between runs of the
+    same recipe; neither may change the bytes produced."""
+    clang_triple = TARGET_TRIPLES[target]
+    cc = f"clang-{LLVM} --target={clang_triple} --sysroot={SYSROOT}"
+    cxx = f"clang++-{LLVM} --target={clang_triple} --sysroot={SYSROOT}"
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LC_ALL": "C.UTF-8",
+        "TZ": "UTC",
+        "SOURCE_DATE_EPOCH": str(source_date_epoch),
+        "TARGET_TRIPLE": target,
+        "HOST_TRIPLE": clang_triple,
+        "PREFIX": PREFIX,
+        "SYSROOT": SYSROOT,
+        "SRC": SOURCES_DIR,
+        "RECIPE_DIR": RECIPE_DIR,
+        "JOBS": str(jobs),
+        "CC": cc,
+        "CXX": cxx,
+        "CPP": f"{cc} -E",
+        "CFLAGS": COMMON_CFLAGS,
+        "CXXFLAGS": COMMON_CFLAGS,
+        "CPPFLAGS": f"-I{PREFIX}/include",
+        "LDFLAGS": f"{COMMON_LDFLAGS} -L{PREFIX}/lib",
+        "AR": f"llvm-ar-{LLVM}",
+        "RANLIB": f"llvm-ranlib-{LLVM}",
+        "NM": f"llvm-nm-{LLVM}",
+        "STRIP": f"llvm-strip-{LLVM}",
+        "OBJCOPY": f"llvm-objcopy-{LLVM}",
+        # Only our own .pc files: never the build image's (bookworm) ones.
+        "PKG_CONFIG_LIBDIR": f"{PREFIX}/lib/pkgconfig:{PREFIX}/share/pkgconfig",
+        "PKG_CONFIG_PATH": "",
+    }
+
+
+def keyed_settings(target: str) -> dict[str, str]:
+    """What of the environment decides the output: it goes into cache keys."""
+    env = build_environment(target, jobs=1, source_date_epoch=0)
+    for varying in ("JOBS", "SOURCE_DATE_EPOCH"):
+        env.pop(varying)
+    return env
+
+
+def default_jobs() -> int:
+    return os.cpu_count() or 1

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Prepares everything the driver needs on this machine: the Python environment
+# (.venv with pyfreight and its dependencies) and the host tools (Docker engine,
+# debootstrap). Safe to run again: each step checks before it acts.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+mkdir -p build/logs
+
+is_debian_root() { [ "$(id -u)" = 0 ] && [ -f /etc/debian_version ]; }
+
+apt_install() {
+  if ! is_debian_root; then
+    echo "error: missing $*; install it (Debian: sudo apt-get install -y $*) and run again" >&2
+    exit 1
+  fi
+  echo "setup: installing $* from Debian" >&2
+  if [ ! -f build/logs/.apt-updated ]; then
+    apt-get update >build/logs/apt.log 2>&1 || { tail -n 20 build/logs/apt.log >&2; exit 1; }
+    touch build/logs/.apt-updated
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" \
+    >>build/logs/apt.log 2>&1 || { tail -n 20 build/logs/apt.log >&2; echo "log: build/logs/apt.log" >&2; exit 1; }
+}
+
+# --- Python environment for the driver -------------------------------------
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "error: pyfreight needs Python 3.11 or newer as '$python' (set PYTHON=/path/to/python3)" >&2
+  exit 1
+fi
+if ! "$python" -m venv --help >/dev/null 2>&1; then apt_install python3-venv; fi
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  echo "setup: creating .venv (log: build/logs/pip.log)" >&2
+  "$python" -m venv .venv
+  .venv/bin/pip install --disable-pip-version-check -q -e '.[test]' >build/logs/pip.log 2>&1 \
+    || { tail -n 30 build/logs/pip.log >&2; echo "log: build/logs/pip.log" >&2; exit 1; }
+  touch "$stamp"
+fi
+
+# --- Host tools --------------------------------------------------------------
+command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || apt_install debootstrap
+exec scripts/ensure-docker.sh
