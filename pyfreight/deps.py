@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
@@ -40,8 +40,10 @@ def build_deps(
     jobs: int = 1,
     force: bool = False,
     offline: bool = False,
+    recipes: Mapping[str, Recipe] | None = None,
 ) -> DepsResult:
-    recipes = load_all()
+    """`recipes` defaults to the repository's recipes/ (tests pass their own)."""
+    recipes = recipes if recipes is not None else load_all()
     check_graph(recipes)
     order = build_order(recipes, names if names is not None else recipes)
     fetch_all((recipes[n] for n in order), ws, offline)

@@ -36,13 +36,9 @@ def run_logged(args: Sequence[str], log: Path, what: str, stdin=None) -> None:
     with log.open("ab") as fh:
         fh.write(f"$ {' '.join(args)}\n".encode())
         fh.flush()
-        proc = subprocess.run(
-            args, stdout=fh, stderr=subprocess.STDOUT, stdin=stdin, env=DOCKER_ENV
-        )
+        proc = subprocess.run(args, stdout=fh, stderr=subprocess.STDOUT, stdin=stdin, env=DOCKER_ENV)
     if proc.returncode != 0:
-        raise PyfreightError(
-            f"{what} failed (exit {proc.returncode}); last lines of {log}:\n{tail(log, 50)}"
-        )
+        raise PyfreightError(f"{what} failed (exit {proc.returncode}); last lines of {log}:\n{tail(log, 50)}")
 
 
 def output(args: Sequence[str]) -> str:

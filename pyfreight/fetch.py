@@ -66,9 +66,7 @@ def verify_file(path: Path, source: Source, origin: str) -> None:
     """Raises VerificationError unless `path` has the pinned size and sha256."""
     size = path.stat().st_size
     if size != source.size:
-        raise VerificationError(
-            f"{source.file} from {origin}: size {size} bytes, expected {source.size}"
-        )
+        raise VerificationError(f"{source.file} from {origin}: size {size} bytes, expected {source.size}")
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         while chunk := fh.read(CHUNK):
@@ -119,9 +117,7 @@ def _try_origin(origin: Origin, source: Source, cache_dir: Path) -> Path:
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as out:
-            chunks = (
-                _stream_url(origin.location) if origin.is_url else _stream_path(origin.location)
-            )
+            chunks = _stream_url(origin.location) if origin.is_url else _stream_path(origin.location)
             _copy_limited(chunks, out, source, origin.label)
         verify_file(tmp, source, origin.label)
         final = cache_dir / source.file
@@ -173,9 +169,7 @@ def fetch_source(
         if offline
         else "put the file in PYFREIGHT_MIRRORS, or check the network and PYFREIGHT_DEBIAN_MIRROR"
     )
-    raise PyfreightError(
-        f"could not fetch {source.file} (sha256 {source.sha256}):\n  {tried}\n{hint}"
-    )
+    raise PyfreightError(f"could not fetch {source.file} (sha256 {source.sha256}):\n  {tried}\n{hint}")
 
 
 def _short(exc: BaseException) -> str:

@@ -44,9 +44,7 @@ def build_order(recipes: Mapping[str, Recipe], names: Iterable[str]) -> list[str
     try:
         sorter.prepare()
     except CycleError as exc:
-        raise PyfreightError(
-            f"dependency cycle between recipes: {' -> '.join(exc.args[1])}"
-        ) from None
+        raise PyfreightError(f"dependency cycle between recipes: {' -> '.join(exc.args[1])}") from None
     order: list[str] = []
     while sorter.is_active():
         ready = sorted(sorter.get_ready())

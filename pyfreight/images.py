@@ -58,9 +58,7 @@ def sysroot_digest(spec: dict) -> str:
 
 def build_tag(spec: dict) -> str:
     build = spec["build"]
-    files = {
-        name: (DOCKERFILES_DIR / build[name]).read_text() for name in ("dockerfile", "packages")
-    }
+    files = {name: (DOCKERFILES_DIR / build[name]).read_text() for name in ("dockerfile", "packages")}
     return f"pyfreight-build:{_digest('build', base_tag(spec), sysroot_digest(spec), files)}"
 
 
@@ -101,9 +99,7 @@ def _ensure_base(spec: dict, ws: Workspace, mirrors: DebianMirrors) -> str:
         _debootstrap(base["suite"], base["variant"], rootfs, mirrors.archive, log)
         (rootfs / "etc/apt/sources.list").write_text(_apt_sources(base["suite"], mirrors))
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-        docker.run_logged(
-            ["docker", "import", "-", tag], log, f"docker import {tag}", stdin=tar.stdout
-        )
+        docker.run_logged(["docker", "import", "-", tag], log, f"docker import {tag}", stdin=tar.stdout)
         if tar.wait() != 0:
             raise PyfreightError(f"tar of the {base['suite']} rootfs failed; see {log}")
     return tag
@@ -152,9 +148,7 @@ def _ensure_sysroot(spec: dict, ws: Workspace, mirrors: DebianMirrors) -> Path:
         wrong = {p: versions.get(p) for p, v in pins.items() if versions.get(p) != v}
         if wrong:
             detail = ", ".join(f"{p} is {wrong[p]} (pinned {pins[p]})" for p in sorted(wrong))
-            raise PyfreightError(
-                f"sysroot {sysroot['suite']}: {detail}; update dockerfiles/images.yaml"
-            )
+            raise PyfreightError(f"sysroot {sysroot['suite']}: {detail}; update dockerfiles/images.yaml")
         manifest = "".join(f"{p}={v}\n" for p, v in sorted(versions.items()))
         (ws.images / f"sysroot-{digest}.manifest.txt").write_text(manifest)
         relativize_symlinks(rootfs)

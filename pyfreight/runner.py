@@ -55,9 +55,7 @@ def artifact_stem(recipe: Recipe, target: str) -> str:
     return f"{recipe.name}-{recipe.version}-{target}"
 
 
-def recipe_key(
-    recipe: Recipe, image: BuildImage, target: str, dependency_keys: dict[str, str]
-) -> str:
+def recipe_key(recipe: Recipe, image: BuildImage, target: str, dependency_keys: dict[str, str]) -> str:
     files = {p.relative_to(recipe.directory).as_posix(): file_digest(p) for p in recipe.files()}
     files["<runner>/container_entry.sh"] = file_digest(ENTRY_SCRIPT)
     return artifact_key(
@@ -169,7 +167,11 @@ def build_recipe(
             user = f"{os.getuid()}:{os.getgid()}"
         epoch = newest_mtime(ws.downloads / recipe.sources[0].file) or DEFAULT_EPOCH
         env = toolchain.build_environment(target, jobs, epoch)
-        env |= {"RECIPE_NAME": recipe.name, "RECIPE_VERSION": recipe.version}
+        env |= {
+            "RECIPE_NAME": recipe.name,
+            "RECIPE_VERSION": recipe.version,
+            "LICENSE_FILES": "\n".join(recipe.license_files),
+        }
         args = [
             "docker",
             "run",

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import hashlib
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pyfreight.recipes import Source
+
+
+def make_source(tmp_path: Path, name: str = "demo-1.0.tar", data: bytes = b"x" * 5000) -> Source:
+    """A real file and the pin that matches it."""
+    (tmp_path / "origin").mkdir(exist_ok=True)
+    (tmp_path / "origin" / name).write_bytes(data)
+    return Source(file=name, sha256=hashlib.sha256(data).hexdigest(), size=len(data), urls=(), debian=None)
+
+
+def write_recipe(root: Path, name: str, depends=(), build: str = "true\n", **overrides) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    data = {
+        "name": name,
+        "version": "1.0",
+        "license": "MIT",
+        "license_files": [f"{name}-1.0/LICENSE"],
+        "depends": list(depends),
+        "sources": [{"file": f"{name}-1.0.tar.gz", "sha256": "0" * 64, "size": 1, "urls": []}],
+    }
+    data.update(overrides)
+    (folder / "recipe.yaml").write_text(yaml.safe_dump(data))
+    (folder / "build.sh").write_text(textwrap.dedent(build))
+    return folder
+
+
+@pytest.fixture
+def source_factory(tmp_path):
+    return lambda **kw: make_source(tmp_path, **kw)
