@@ -28,7 +28,7 @@ def test_cycle_is_reported(tmp_path):
 
 def test_unknown_dependency_is_named(tmp_path):
     recipes = recipes_from(tmp_path, {"a": ["nosuch"]})
-    with pytest.raises(PyfreightError, match="a depends on unknown recipe.*nosuch"):
+    with pytest.raises(PyfreightError, match=r"a depends on unknown recipe.*nosuch"):
         check_graph(recipes)
 
 
