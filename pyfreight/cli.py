@@ -18,13 +18,11 @@ def cmd_images(args: argparse.Namespace) -> None:
 
     image = ensure_images(default_workspace())
     packages = image.manifest.read_text().splitlines()
-    wanted = ("clang-19", "lld-19", "llvm-19", "libclang-rt-19-dev", "make", "perl", "python3")
     print(f"tag:      {image.tag}")
     print(f"image id: {image.image_id}")
     print(f"manifest: {image.manifest} ({len(packages)} packages)")
     for line in packages:
-        if line.split("=", 1)[0] in wanted:
-            print(f"  {line}")
+        print(f"  {line}")
 
 
 def cmd_fetch(args: argparse.Namespace) -> None:
@@ -112,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PyfreightError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # output piped into head and the like
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("interrupted; nothing half-built was kept", file=sys.stderr)
         return 130
