@@ -25,6 +25,18 @@ def cmd_images(args: argparse.Namespace) -> None:
         print(f"  {line}")
 
 
+def cmd_recipes(args: argparse.Namespace) -> None:
+    from pyfreight.graph import build_order, check_graph
+    from pyfreight.recipes import load_all
+
+    recipes = load_all()
+    check_graph(recipes)
+    print(f"{'recipe':18} {'version':16} {'license':40} depends")
+    for name in build_order(recipes, recipes):
+        r = recipes[name]
+        print(f"{name:18} {r.version:16} {r.license:40} {', '.join(r.depends) or '-'}")
+
+
 def cmd_fetch(args: argparse.Namespace) -> None:
     from pyfreight.deps import fetch_all
     from pyfreight.graph import check_graph
@@ -74,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("images", help="build the pinned images that are missing; show them")
     p.set_defaults(func=cmd_images)
+
+    p = sub.add_parser("recipes", help="list the recipes in build order, with versions and licenses")
+    p.set_defaults(func=cmd_recipes)
 
     p = sub.add_parser("fetch", help="download and verify recipe sources into build/downloads")
     p.add_argument("names", nargs="*", metavar="NAME", help="recipes to fetch")

@@ -1,0 +1,4 @@
+tar xf "$SRC/libpthread-stubs_0.5.orig.tar.gz"
+cd libpthread-stubs-0.5
+./configure --prefix="$PREFIX"
+make install

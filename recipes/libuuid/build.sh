@@ -1,0 +1,15 @@
+tar xf "$SRC/util-linux_2.41.5.orig.tar.xz"
+cd util-linux-2.41.5
+# Only libuuid: --disable-all-programs turns off every other library and program,
+# and the --without-* options skip probing for libraries none of it uses.
+# --localstatedir/--runstatedir: compiled into libuuid as the host's paths of its
+#   clock file (/var/lib/libuuid/clock.txt) and uuidd socket (/run/uuidd/request),
+#   which would otherwise point into $PREFIX.
+./configure --prefix="$PREFIX" --localstatedir=/var --runstatedir=/run \
+  --disable-shared --enable-static --disable-all-programs --enable-libuuid \
+  --disable-nls --disable-asciidoc --disable-poman --disable-bash-completion \
+  --disable-makeinstall-chown --without-python --without-systemd --without-udev \
+  --without-selinux --without-readline --without-ncursesw --without-tinfo \
+  --without-libmagic --without-econf --without-user --without-cryptsetup
+make -j"$JOBS"
+make install
