@@ -115,30 +115,24 @@ def test_failed_build_leaves_nothing_and_shows_log(setup):
     assert not list(ws.scratch.iterdir())  # staging removed
 
 
-def test_shared_library_is_refused(setup):
+@pytest.mark.parametrize(
+    ("name", "install", "message"),
+    [
+        # everything here is static
+        ("shared", 'touch "$PREFIX/lib/libx.so.1"', "shared library lib/libx.so.1"),
+        # no build path may reach an artifact
+        ("leaky", 'pwd > "$PREFIX/lib/where.txt"', "lib/where.txt contains /build/work"),
+        # license_files must exist (this one never unpacks its source)
+        ("nolicense", "rm -rf nolicense-1.0", "license file 'nolicense-1.0/LICENSE'"),
+    ],
+)
+def test_bad_output_is_refused(setup, name, install, message):
     tmp_path, ws = setup
     make_recipe(
         tmp_path,
-        "shared",
-        'tar xf "$SRC/shared-1.0.tar"\nmkdir -p "$PREFIX/lib"\ntouch "$PREFIX/lib/libx.so.1"\n',
+        name,
+        f'tar xf "$SRC/{name}-1.0.tar"\nmkdir -p "$PREFIX/lib"\n{install}\ntouch "$PREFIX/lib/ok"\n',
     )
-    with pytest.raises(PyfreightError, match=re.escape("shared library lib/libx.so.1")):
-        build(tmp_path, ws, ["shared"])
-
-
-def test_build_path_leak_is_refused(setup):
-    tmp_path, ws = setup
-    make_recipe(
-        tmp_path,
-        "leaky",
-        'tar xf "$SRC/leaky-1.0.tar"\nmkdir -p "$PREFIX/lib"\npwd > "$PREFIX/lib/where.txt"\n',
-    )
-    with pytest.raises(PyfreightError, match=re.escape("lib/where.txt contains /build/work")):
-        build(tmp_path, ws, ["leaky"])
-
-
-def test_missing_license_file_fails(setup):
-    tmp_path, ws = setup
-    make_recipe(tmp_path, "nolicense", 'mkdir -p "$PREFIX/lib"\ntouch "$PREFIX/lib/x"\n')
-    with pytest.raises(PyfreightError, match=re.escape("license file 'nolicense-1.0/LICENSE'")):
-        build(tmp_path, ws, ["nolicense"])
+    with pytest.raises(PyfreightError, match=re.escape(message)):
+        build(tmp_path, ws, [name])
+    assert not list(ws.artifacts.glob(f"{name}-*.tar"))
