@@ -139,6 +139,19 @@ def _forbidden_strings(prefix: Path, files: list[str]) -> list[str]:
     return problems
 
 
+def _docker_run_args(
+    container: str, user: str, inputs: Path, prefix: Path, env: dict[str, str], image: BuildImage
+) -> list[str]:
+    """No network, a fixed host name, an unprivileged user, read-only inputs; the image
+    is named by id so the build runs on exactly the image its cache key names."""
+    args = ["docker", "run", "--rm", "--name", container, "--network", "none"]
+    args += ["--hostname", CONTAINER_HOSTNAME, "--user", user]
+    args += ["-v", f"{inputs}:/inputs:ro", "-v", f"{prefix}:{toolchain.PREFIX}"]
+    for name, value in sorted(env.items()):
+        args += ["-e", f"{name}={value}"]
+    return [*args, image.image_id, "bash", "/inputs/entry.sh"]
+
+
 def build_recipe(
     recipe: Recipe,
     image: BuildImage,
@@ -175,26 +188,7 @@ def build_recipe(
             "RECIPE_VERSION": recipe.version,
             "LICENSE_FILES": "\n".join(recipe.license_files),
         }
-        args = [
-            "docker",
-            "run",
-            "--rm",
-            "--name",
-            container,
-            "--network",
-            "none",
-            "--hostname",
-            CONTAINER_HOSTNAME,
-            "--user",
-            user,
-            "-v",
-            f"{inputs}:/inputs:ro",
-            "-v",
-            f"{prefix}:{toolchain.PREFIX}",
-        ]
-        for name, value in sorted(env.items()):
-            args += ["-e", f"{name}={value}"]
-        args += [image.tag, "bash", "/inputs/entry.sh"]
+        args = _docker_run_args(container, user, inputs, prefix, env, image)
         log.write_text("")
         docker.run_logged(args, log, f"{recipe.name} {recipe.version} build.sh")
         files = _produced_files(prefix, before)
