@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight import docker, toolchain
+from pyfreight.arfile import nondeterministic_members
 from pyfreight.cachekey import artifact_key, file_digest
 from pyfreight.errors import PyfreightError
 from pyfreight.fetch import copy_verified
@@ -108,6 +109,16 @@ def _stage_inputs(recipe: Recipe, downloads: Path, inputs: Path) -> None:
         path.chmod(0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
 
 
+def container_user(*writable: Path) -> str:
+    """The container's user, owning the folders it writes to. As root we use the
+    image's unprivileged `builder`; otherwise the caller's own ids."""
+    if os.geteuid() != 0:
+        return f"{os.getuid()}:{os.getgid()}"
+    for path in writable:
+        subprocess.run(["chown", "-R", CONTAINER_USER, str(path)], check=True)
+    return CONTAINER_USER
+
+
 def _produced_files(prefix: Path, before: set[str]) -> list[str]:
     """Files and symlinks build.sh added to the prefix, minus what is pruned, plus the
     folders that hold them. Fails on shared libraries: everything here is static."""
@@ -129,24 +140,38 @@ def _produced_files(prefix: Path, before: set[str]) -> list[str]:
     return sorted(kept)
 
 
-def _forbidden_strings(prefix: Path, files: list[str]) -> list[str]:
+def _output_problems(prefix: Path, files: list[str]) -> list[str]:
+    """Build paths anywhere, and static libraries whose members carry timestamps."""
     problems = []
     for rel in files:
         path = prefix / rel
         if path.is_file() and not path.is_symlink():
             data = path.read_bytes().replace(ALLOWED_MENTION, b"")
             problems += [f"{rel} contains {s.decode()}" for s in FORBIDDEN if s in data]
+            if rel.endswith(".a") and (members := nondeterministic_members(path)):
+                problems.append(
+                    f"{rel}: ar members with timestamps/owners ({', '.join(members[:3])}…); "
+                    "archive in deterministic mode (ar D, e.g. ARFLAGS=crD)"
+                )
     return problems
 
 
-def _docker_run_args(
-    container: str, user: str, inputs: Path, prefix: Path, env: dict[str, str], image: BuildImage
+def docker_run_args(
+    container: str,
+    user: str,
+    inputs: Path,
+    prefix: Path,
+    env: dict[str, str],
+    image: BuildImage,
+    extra_mounts: tuple[tuple[Path, str], ...] = (),
 ) -> list[str]:
     """No network, a fixed host name, an unprivileged user, read-only inputs; the image
     is named by id so the build runs on exactly the image its cache key names."""
     args = ["docker", "run", "--rm", "--name", container, "--network", "none"]
     args += ["--hostname", CONTAINER_HOSTNAME, "--user", user]
     args += ["-v", f"{inputs}:/inputs:ro", "-v", f"{prefix}:{toolchain.PREFIX}"]
+    for host, inside in extra_mounts:
+        args += ["-v", f"{host}:{inside}"]
     for name, value in sorted(env.items()):
         args += ["-e", f"{name}={value}"]
     return [*args, image.image_id, "bash", "/inputs/entry.sh"]
@@ -176,11 +201,7 @@ def build_recipe(
         for dep in dependencies:
             extract(dep.path, prefix)
         before = set(walk_sorted(prefix))
-        if os.geteuid() == 0:
-            subprocess.run(["chown", "-R", CONTAINER_USER, str(prefix)], check=True)
-            user = CONTAINER_USER
-        else:
-            user = f"{os.getuid()}:{os.getgid()}"
+        user = container_user(prefix)
         epoch = newest_mtime(ws.downloads / recipe.sources[0].file) or DEFAULT_EPOCH
         env = toolchain.build_environment(target, jobs, epoch)
         env |= {
@@ -188,17 +209,17 @@ def build_recipe(
             "RECIPE_VERSION": recipe.version,
             "LICENSE_FILES": "\n".join(recipe.license_files),
         }
-        args = _docker_run_args(container, user, inputs, prefix, env, image)
+        args = docker_run_args(container, user, inputs, prefix, env, image)
         log.write_text("")
         docker.run_logged(args, log, f"{recipe.name} {recipe.version} build.sh")
         files = _produced_files(prefix, before)
         if not files:
             raise PyfreightError(f"{recipe.name}: build.sh installed nothing into $PREFIX")
-        leaks = _forbidden_strings(prefix, files)
-        if leaks:
+        problems = _output_problems(prefix, files)
+        if problems:
             raise PyfreightError(
-                f"{recipe.name}: build paths in the artifact (fix them in build.sh):\n  "
-                + "\n  ".join(leaks[:20])
+                f"{recipe.name}: the artifact would not be reproducible (fix it in build.sh):\n  "
+                + "\n  ".join(problems[:20])
             )
         tar = ws.artifacts / f"{stem}.tar"
         write_tar(tar, ((f, prefix / f) for f in files), epoch)

@@ -8,7 +8,9 @@ cd ncurses-6.5-20250216
 # --disable-pkg-ldflags: keep our LDFLAGS (-fuse-ld=lld, -L...) out of the .pc files.
 # No --enable-symlinks: tic then links aliases with hard links, which the artifact
 #   stores as regular files, instead of absolute symlinks.
-./configure --prefix="$PREFIX" --enable-widec \
+# cf_cv_ar_flags: configure would pick "ar -curvU", which stamps build times into
+#   the .a files; D (deterministic) keeps them reproducible.
+cf_cv_ar_flags=-crvD ./configure --prefix="$PREFIX" --enable-widec \
   --without-shared --without-cxx --without-cxx-binding --without-ada \
   --without-manpages --without-tests --without-debug \
   --enable-pc-files --with-pkg-config-libdir="$PREFIX/lib/pkgconfig" --disable-pkg-ldflags \
