@@ -77,6 +77,18 @@ def cmd_deps(args: argparse.Namespace) -> None:
         print(f"{name:18} {artifact.path}")
 
 
+def cmd_build(args: argparse.Namespace) -> None:
+    from pyfreight.cpython import build_cpython
+
+    started = time.monotonic()
+    result = build_cpython(
+        args.python, args.options, args.target, default_workspace(), jobs=args.jobs, force=args.force
+    )
+    say(f"build: {time.monotonic() - started:.1f} s")
+    print(f"install tree: {result.tree}")
+    print(f"artifact:     {result.artifact}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pyfreight",
@@ -115,6 +127,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
     p.add_argument("--offline", action="store_true", help="fetch only from the cache and mirrors")
     p.set_defaults(func=cmd_deps)
+
+    p = sub.add_parser("build", help="build CPython (dependencies first) into a relocatable tree")
+    p.add_argument("--python", default=None, help="minor version, e.g. 3.13 (default: 3.14)")
+    p.add_argument(
+        "--options",
+        default="pgo+lto",
+        help="noopt, debug, lto, pgo or pgo+lto, optionally freethreaded+… (default: %(default)s)",
+    )
+    p.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(toolchain.TARGET_TRIPLES))
+    p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs")
+    p.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    p.set_defaults(func=cmd_build)
     return parser
 
 

@@ -1,0 +1,27 @@
+# Builds CPython in the build container (no network) with every extension module
+# built in (Setup.local) and installs it into $INSTALL. Inputs from the driver:
+# PY_TARBALL, PY_TOPDIR, CONFIGURE_ARGS (one per line), and the toolchain variables.
+tar xf "$SRC/$PY_TARBALL"
+cd "$PY_TOPDIR"
+cp "$RECIPE_DIR/Setup.local" Modules/Setup.local
+
+# Unversioned LLVM tools (llvm-ar for LTO, llvm-profdata for PGO) are found by
+# configure on PATH.
+export PATH="/usr/lib/llvm-19/bin:$PATH"
+# Build-only flags go into the *_NODIST variables, which sysconfig does not hand to
+# extension builds on users' machines.
+export CFLAGS_NODIST="$CFLAGS_NODIST" LDFLAGS_NODIST="$LDFLAGS_NODIST"
+# _tkinter's headers and static link line (its libraries are in $PREFIX/lib).
+export TCLTK_CFLAGS="-I$PREFIX/include" TCLTK_LIBS="-ltk8.6 -ltcl8.6 -lX11 -lxcb -lXau -lz"
+# Static libraries need their private dependencies on every link, configure's
+# feature checks included (e.g. sqlite3 needs -lm, libedit needs -lncursesw).
+export PKG_CONFIG="pkg-config --static"
+mapfile -t args <<< "$CONFIGURE_ARGS"
+./configure "${args[@]}"
+make -j"$JOBS"
+make install
+# Run-time data the built-in modules need, kept relative to the interpreter:
+# terminfo for curses/readline, the Tcl/Tk script libraries for tkinter.
+mkdir -p "$INSTALL/share"
+cp -R "$PREFIX/share/terminfo" "$INSTALL/share/terminfo"
+cp -R "$PREFIX/lib/tcl8.6" "$PREFIX/lib/tk8.6" "$INSTALL/lib/"

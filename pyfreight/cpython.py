@@ -1,0 +1,161 @@
+"""Builds CPython in the build container, with every extension module built in,
+into an install tree that is then made relocatable (pyfreight.relocate)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from pyfreight import docker, images, toolchain
+from pyfreight.cachekey import file_digest
+from pyfreight.cpython_config import INSTALL_PREFIX, BuildOptions, compiler_env, configure_args
+from pyfreight.deps import build_deps
+from pyfreight.errors import PyfreightError
+from pyfreight.fetch import copy_verified, fetch_source
+from pyfreight.logs import say
+from pyfreight.paths import REPO_ROOT, Workspace
+from pyfreight.recipes import DebianLocation, Source
+from pyfreight.relocate import make_relocatable
+from pyfreight.runner import container_user, docker_run_args
+from pyfreight.setup_local import load_extension_data, parse_setup, render_setup_local, required_recipes
+from pyfreight.tarball import extract, newest_mtime, read_member, walk_sorted, write_tar
+
+CPYTHON_DIR = REPO_ROOT / "cpython"
+ENTRY_SCRIPT = Path(__file__).with_name("container_entry.sh")
+
+
+@dataclass(frozen=True)
+class CPythonSource:
+    minor: str
+    version: str
+    top_dir: str
+    source: Source
+
+
+@dataclass(frozen=True)
+class CPythonBuild:
+    source: CPythonSource
+    options: BuildOptions
+    target: str
+    tree: Path  # the relocatable install tree (install/ of the archive-to-be)
+    artifact: Path  # deterministic tar of it
+
+
+def load_versions() -> tuple[str, dict[str, CPythonSource]]:
+    data = yaml.safe_load((CPYTHON_DIR / "versions.yaml").read_text())
+    found = {}
+    for minor, entry in data["versions"].items():
+        s = entry["source"]
+        debian = DebianLocation(**s["debian"]) if "debian" in s else None
+        source = Source(s["file"], s["sha256"], s["size"], tuple(s["urls"]), debian)
+        found[str(minor)] = CPythonSource(str(minor), entry["version"], entry["top_dir"], source)
+    return str(data["default"]), found
+
+
+def cpython_source(minor: str | None) -> CPythonSource:
+    default, versions = load_versions()
+    minor = minor or default
+    if minor not in versions:
+        raise PyfreightError(f"no pinned CPython {minor}; pinned: {', '.join(sorted(versions))}")
+    return versions[minor]
+
+
+def build_cpython(
+    minor: str | None, options_text: str, target: str, ws: Workspace, jobs: int, force: bool = False
+) -> CPythonBuild:
+    src = cpython_source(minor)
+    options = BuildOptions.parse(options_text)
+    tarball = fetch_source(src.source, ws.downloads, log=say)
+    origin = f"{src.top_dir}/Modules/Setup.stdlib.in"
+    modules = parse_setup(read_member(tarball, origin).decode())
+    extension_data = load_extension_data()
+    setup_local = render_setup_local(modules, extension_data, origin)
+    deps = build_deps(required_recipes(modules, extension_data), target, ws, parallel=2, jobs=jobs)
+    image = images.ensure_images(ws)
+
+    args = configure_args(src.version, options)
+    flags = compiler_env(options)
+    stem = f"cpython-{src.version}-{options}-{target}".replace("+", "_")
+    key = json.dumps(
+        {
+            "source": src.source.sha256,
+            "build.sh": file_digest(CPYTHON_DIR / "build.sh"),
+            "entry": file_digest(ENTRY_SCRIPT),
+            "setup_local": setup_local,
+            "configure": args,
+            "flags": flags,
+            "image": image.image_id,
+            "deps": {n: a.key for n, a in sorted(deps.artifacts.items())},
+        },
+        sort_keys=True,
+    )
+    tree = ws.build / stem
+    artifact = ws.build / f"{stem}.tar"
+    meta = ws.build / f"{stem}.json"
+    fresh = meta.exists() and tree.is_dir() and artifact.exists()
+    if not force and fresh and json.loads(meta.read_text()).get("key") == key:
+        say(f"cpython {src.version} {options}: up to date ({artifact.name})")
+        return CPythonBuild(src, options, target, tree, artifact)
+
+    epoch = newest_mtime(tarball) or 0
+    log = ws.logs / f"{stem}.log"
+    ws.scratch.mkdir(parents=True, exist_ok=True)
+    ws.logs.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="run-cpython-", dir=ws.scratch))
+    container = f"pyfreight-cpython-{secrets.token_hex(4)}"
+    started = time.monotonic()
+    try:
+        staging.chmod(0o755)
+        inputs, prefix, install = staging / "inputs", staging / "prefix", staging / "install"
+        (inputs / "sources").mkdir(parents=True)
+        (inputs / "recipe").mkdir()
+        copy_verified(src.source, ws.downloads, inputs / "sources" / src.source.file)
+        shutil.copy(CPYTHON_DIR / "build.sh", inputs / "recipe" / "build.sh")
+        (inputs / "recipe" / "Setup.local").write_text(setup_local)
+        shutil.copy(ENTRY_SCRIPT, inputs / "entry.sh")
+        for path in [inputs, *inputs.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        prefix.mkdir()
+        install.mkdir()
+        for name in sorted(deps.artifacts):
+            extract(deps.artifacts[name].path, prefix)
+        user = container_user(prefix, install)
+        env = toolchain.build_environment(target, jobs, epoch) | flags
+        env |= {
+            "RECIPE_NAME": "cpython",
+            "RECIPE_VERSION": src.version,
+            "LICENSE_FILES": "",
+            "INSTALL": INSTALL_PREFIX,
+            "PY_TARBALL": src.source.file,
+            "PY_TOPDIR": src.top_dir,
+            "CONFIGURE_ARGS": "\n".join(args),
+        }
+        say(f"cpython {src.version} {options}: building (log: {log})")
+        log.write_text("")
+        docker.run_logged(
+            docker_run_args(container, user, inputs, prefix, env, image, ((install, INSTALL_PREFIX),)),
+            log,
+            f"CPython {src.version} {options} build",
+        )
+        make_relocatable(install, src.version)
+        if tree.exists():
+            shutil.rmtree(tree)
+        shutil.move(install, tree)
+        write_tar(artifact, ((f"install/{p}", tree / p) for p in walk_sorted(tree)), epoch)
+        meta_tmp = meta.with_name(f".{meta.name}.part")
+        meta_tmp.write_text(json.dumps({"key": key, "version": src.version, "options": str(options)}))
+        meta_tmp.replace(meta)
+        say(f"cpython {src.version} {options}: built in {time.monotonic() - started:.0f} s")
+        return CPythonBuild(src, options, target, tree, artifact)
+    except BaseException:
+        docker.remove_container(container)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,120 @@
+"""Makes an installed CPython tree relocatable and free of build-time paths.
+
+After `make install` into the container's /install, the tree still names the build
+environment in a few text files: the compiler command with its sysroot, our
+dependency prefix, lld, the path mapping flag, and the install prefix. This module
+rewrites them so that sysconfig describes a plain `cc` build on the user's machine,
+and so that prefixes are computed from where the tree is at run time."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pyfreight import toolchain
+from pyfreight.cpython_config import INSTALL_PREFIX
+from pyfreight.errors import PyfreightError
+
+# What build-time strings become, longest first. Compilers become the host's cc/c++.
+_CLANG_ARGS = f"--target={toolchain.TARGET_TRIPLES['x86_64-unknown-linux-gnu']} --sysroot={toolchain.SYSROOT}"
+REPLACEMENTS: tuple[tuple[str, str], ...] = (
+    (f"clang++-{toolchain.LLVM} {_CLANG_ARGS}", "c++"),
+    (f"clang-{toolchain.LLVM} {_CLANG_ARGS}", "cc"),
+    (f"/usr/lib/llvm-{toolchain.LLVM}/bin/llvm-ar", "ar"),
+    (f"llvm-ar-{toolchain.LLVM}", "ar"),
+    (f"-ffile-prefix-map={toolchain.WORK_DIR}=.", ""),
+    ("-fuse-ld=lld", ""),
+    (f"-L{toolchain.PREFIX}/lib", ""),
+    (f"-I{toolchain.PREFIX}/include/ncursesw", ""),
+    (f"-I{toolchain.PREFIX}/include/uuid", ""),
+    (f"-I{toolchain.PREFIX}/include", ""),
+    (f"--sysroot={toolchain.SYSROOT}", ""),
+)
+# Any of these left in a text file of the tree is an error.
+FORBIDDEN = (toolchain.PREFIX, toolchain.WORK_DIR, toolchain.SYSROOT, "/inputs/")
+PREFIX_TOKEN = "@PYFREIGHT_PREFIX@"
+
+SYSCONFIG_TRAILER = f'''
+
+# pyfreight: the tree is relocatable, so the install prefix is where it is now.
+def _pyfreight_relocate(value, _prefix=__import__("sys").base_prefix):
+    return value.replace("{PREFIX_TOKEN}", _prefix) if isinstance(value, str) else value
+
+
+build_time_vars = {{k: _pyfreight_relocate(v) for k, v in build_time_vars.items()}}
+'''
+
+# A shebang that finds the interpreter beside the script, wherever the tree is.
+SHEBANG_TRAMPOLINE = (
+    '#!/bin/sh\n\'\'\'exec\' "$(dirname -- "$(realpath -- "$0")")/{python}" "$0" "$@"\n\' \'\'\'\n'
+)
+
+
+def scrub_flags(text: str) -> str:
+    for old, new in REPLACEMENTS:
+        text = text.replace(old, new)
+    # Collapse the doubled spaces removed flags leave behind, inside quoted values.
+    return re.sub(r"(?<=\S)  +(?=\S)", " ", text)
+
+
+def replace_prefix(text: str, replacement: str) -> str:
+    """Replaces the install prefix, but not e.g. /usr/bin/install."""
+    guarded = text.replace("/bin/install", "\0BIN_INSTALL\0")
+    guarded = re.sub(rf"{re.escape(INSTALL_PREFIX)}(?=[/'\" :;]|$)", replacement, guarded, flags=re.M)
+    return guarded.replace("\0BIN_INSTALL\0", "/bin/install")
+
+
+def _text(path: Path) -> str | None:
+    data = path.read_bytes()
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def _rewrite_shebang(path: Path, python: str) -> None:
+    text = _text(path)
+    if text and text.startswith(f"#!{INSTALL_PREFIX}/bin/"):
+        path.write_text(SHEBANG_TRAMPOLINE.format(python=python) + text.split("\n", 1)[1])
+
+
+def make_relocatable(tree: Path, version: str) -> None:
+    minor = ".".join(version.split(".")[:2])
+    python = f"python{minor}"
+    for script in sorted((tree / "bin").iterdir()):
+        if script.is_file() and not script.is_symlink():
+            _rewrite_shebang(script, python)
+    for data in sorted((tree / "lib" / python).glob("_sysconfigdata_*.py")):
+        text = replace_prefix(scrub_flags(data.read_text()), PREFIX_TOKEN)
+        data.write_text(text + SYSCONFIG_TRAILER)
+    for vars_json in sorted((tree / "lib" / python).glob("_sysconfig_vars_*.json")):
+        vars_json.write_text(scrub_flags(vars_json.read_text()))
+    for makefile in sorted((tree / "lib" / python).glob("config-*/Makefile")):
+        text = replace_prefix(scrub_flags(makefile.read_text()), "$(PYFREIGHT_PREFIX)")
+        head = "# pyfreight: the prefix is three folders above this Makefile.\n"
+        head += "PYFREIGHT_PREFIX := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))../../..)\n"
+        makefile.write_text(head + text)
+    for pc in sorted((tree / "lib" / "pkgconfig").glob("*.pc")):
+        pc.write_text(replace_prefix(scrub_flags(pc.read_text()), "${pcfiledir}/../.."))
+    for config in sorted((tree / "bin").glob("python*-config")):
+        if not config.is_symlink():
+            config.write_text(scrub_flags(config.read_text()))
+    for build_details in sorted((tree / "lib" / python).glob("build-details.json")):
+        build_details.write_text(scrub_flags(build_details.read_text()))
+    leftovers = find_build_paths(tree)
+    if leftovers:
+        raise PyfreightError("build-time paths remain in the install tree:\n  " + "\n  ".join(leftovers[:30]))
+
+
+def find_build_paths(tree: Path) -> list[str]:
+    """Text files of the tree that still name the build environment."""
+    found = []
+    for path in sorted(tree.rglob("*")):
+        if path.is_file() and not path.is_symlink() and path.suffix not in (".pyc",):
+            text = _text(path)
+            if text is None:
+                continue
+            found += [f"{path.relative_to(tree)}: {s}" for s in FORBIDDEN if s in text]
+    return found
