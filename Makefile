@@ -4,9 +4,15 @@
 SHELL := /bin/bash
 PYFREIGHT := .venv/bin/pyfreight
 TARGET ?= x86_64-unknown-linux-gnu
+PYTHON ?= 3.14
+# FREETHREADED=1 builds the free-threaded variant of any option.
+FREETHREADED ?=
 ARGS ?=
+variant = $(if $(FREETHREADED),freethreaded+,)$(1)
+build = $(PYFREIGHT) build --python $(PYTHON) --target $(TARGET) --options $(call variant,$(1)) $(ARGS)
 
-.PHONY: setup images fetch deps test test-unit lint linux-x86_64-pgo clean
+.PHONY: setup images fetch deps test test-unit lint clean \
+	linux-x86_64-noopt linux-x86_64-debug linux-x86_64-lto linux-x86_64-pgo
 
 setup:
 	@scripts/setup.sh
@@ -31,11 +37,19 @@ test-unit: setup
 lint: setup
 	.venv/bin/ruff check pyfreight tests && .venv/bin/ruff format --check pyfreight tests
 
-# The CPython build itself is the next step of the project (issue 4); for now this
-# builds its dependencies and says so.
-linux-x86_64-pgo: deps
-	@echo "error: building CPython is not implemented yet; 'make deps' built its dependencies" >&2
-	@exit 1
+# CPython builds: dependencies first, then the interpreter, then check-install.
+linux-x86_64-noopt: setup
+	$(call build,noopt)
+
+linux-x86_64-debug: setup
+	$(call build,debug)
+
+linux-x86_64-lto: setup
+	$(call build,lto)
+
+# The default distribution: PGO and LTO.
+linux-x86_64-pgo: setup
+	$(call build,pgo+lto)
 
 clean:
 	rm -rf build dist

@@ -1,5 +1,5 @@
 # Builds CPython in the build container (no network) with every extension module
-# built in (Setup.local) and installs it into $INSTALL. Inputs from the driver:
+# built in (Setup.local) and installs it into $INSTALL_DIR. Inputs from the driver:
 # PY_TARBALL, PY_TOPDIR, CONFIGURE_ARGS (one per line), and the toolchain variables.
 tar xf "$SRC/$PY_TARBALL"
 cd "$PY_TOPDIR"
@@ -16,12 +16,15 @@ export TCLTK_CFLAGS="-I$PREFIX/include" TCLTK_LIBS="-ltk8.6 -ltcl8.6 -lX11 -lxcb
 # Static libraries need their private dependencies on every link, configure's
 # feature checks included (e.g. sqlite3 needs -lm, libedit needs -lncursesw).
 export PKG_CONFIG="pkg-config --static"
+# Every module is static (Setup.local says so too); with this, configure also links
+# the HACL* hash code shared by _blake2, _hmac and _sha* once, from static archives.
+export MODULE_BUILDTYPE=static
 mapfile -t args <<< "$CONFIGURE_ARGS"
 ./configure "${args[@]}"
 make -j"$JOBS"
 make install
 # Run-time data the built-in modules need, kept relative to the interpreter:
 # terminfo for curses/readline, the Tcl/Tk script libraries for tkinter.
-mkdir -p "$INSTALL/share"
-cp -R "$PREFIX/share/terminfo" "$INSTALL/share/terminfo"
-cp -R "$PREFIX/lib/tcl8.6" "$PREFIX/lib/tk8.6" "$INSTALL/lib/"
+mkdir -p "$INSTALL_DIR/share"
+cp -R "$PREFIX/share/terminfo" "$INSTALL_DIR/share/terminfo"
+cp -R "$PREFIX/lib/tcl8.6" "$PREFIX/lib/tk8.6" "$INSTALL_DIR/lib/"

@@ -87,6 +87,20 @@ def cmd_build(args: argparse.Namespace) -> None:
     say(f"build: {time.monotonic() - started:.1f} s")
     print(f"install tree: {result.tree}")
     print(f"artifact:     {result.artifact}")
+    if args.check:
+        from pyfreight.check_install import check_install
+
+        if not check_install(result.tree, default_workspace()):
+            raise PyfreightError(f"{result.tree}: the install tree failed checks (see above)")
+
+
+def cmd_check_install(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from pyfreight.check_install import check_install
+
+    if not check_install(Path(args.tree), default_workspace()):
+        raise PyfreightError(f"{args.tree}: the install tree failed checks (see above)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -138,7 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(toolchain.TARGET_TRIPLES))
     p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs")
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    p.add_argument("--no-check", dest="check", action="store_false", help="skip check-install afterwards")
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("check-install", help="check an install tree in a clean older Debian")
+    p.add_argument("tree", help="the install tree (e.g. build/cpython-3.14.7-noopt-…)")
+    p.set_defaults(func=cmd_check_install)
     return parser
 
 

@@ -132,7 +132,7 @@ def build_cpython(
             "RECIPE_NAME": "cpython",
             "RECIPE_VERSION": src.version,
             "LICENSE_FILES": "",
-            "INSTALL": INSTALL_PREFIX,
+            "INSTALL_DIR": INSTALL_PREFIX,  # not INSTALL: configure reads that as a program
             "PY_TARBALL": src.source.file,
             "PY_TOPDIR": src.top_dir,
             "CONFIGURE_ARGS": "\n".join(args),

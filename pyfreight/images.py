@@ -48,8 +48,8 @@ def _digest(*parts: object) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def base_tag(spec: dict) -> str:
-    return f"pyfreight-base:{_digest('base', spec['base'])}"
+def base_tag(spec: dict, section: str = "base") -> str:
+    return f"pyfreight-{section}:{_digest(section, spec[section])}"
 
 
 def sysroot_digest(spec: dict) -> str:
@@ -86,12 +86,13 @@ def _apt_sources(suite: str, mirrors: DebianMirrors) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _ensure_base(spec: dict, ws: Workspace, mirrors: DebianMirrors) -> str:
-    tag = base_tag(spec)
+def _ensure_base(spec: dict, ws: Workspace, mirrors: DebianMirrors, section: str = "base") -> str:
+    """A debootstrapped Debian of spec[section], imported as an image."""
+    tag = base_tag(spec, section)
     if docker.image_id(tag):
         return tag
     say(f"image {tag}: building")
-    base = spec["base"]
+    base = spec[section]
     log = ws.logs / f"image-{tag.replace(':', '-')}.log"
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="rootfs-") as tmp:
@@ -203,6 +204,16 @@ def _write_manifest(tag: str, ws: Workspace) -> Path:
         tmp.write_text("".join(sorted(text.splitlines(keepends=True))))
         os.replace(tmp, path)
     return path
+
+
+def ensure_runtime_image(ws: Workspace) -> str:
+    """The image installs are checked in (an older Debian than the builder's)."""
+    docker.require_engine()
+    spec = load_spec()
+    tag = base_tag(spec, "runtime")
+    if not docker.image_id(tag):
+        _ensure_base(spec, ws, find_debian_mirrors(), "runtime")
+    return tag
 
 
 def ensure_images(ws: Workspace) -> BuildImage:

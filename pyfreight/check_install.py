@@ -1,0 +1,48 @@
+"""`pyfreight check-install`: judges an install tree the way a user meets it, in a
+clean container of an older Debian than the builder's, holding nothing but the tree,
+mounted read-only at a path with a space in it."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from pyfreight import docker
+from pyfreight.elfcheck import check_tree
+from pyfreight.errors import PyfreightError
+from pyfreight.images import ensure_runtime_image
+from pyfreight.logs import say
+from pyfreight.paths import Workspace
+
+CHECK_SCRIPT = Path(__file__).parent / "checks" / "check_install.py"
+MOUNT = "/opt/py freight/python"  # unusual on purpose: a space, and not /install
+
+
+def _python(tree: Path) -> str:
+    found = sorted(p.name for p in (tree / "bin").glob("python3.*") if not p.name.endswith("-config"))
+    if not found:
+        raise PyfreightError(f"{tree}: no bin/python3.X; is this an install tree?")
+    return found[0]
+
+
+def check_install(tree: Path, ws: Workspace) -> bool:
+    """Runs every check; prints a line per check; True when all passed."""
+    tree = tree.resolve()
+    python = _python(tree)
+    facts, problems = check_tree(tree)
+    newest = max((f.glibc for f in facts if f.glibc), default=None)
+    say(f"ELF files: {len(facts)}; newest GLIBC needed: {'.'.join(map(str, newest or ()))}")
+    for problem in problems:
+        print(f"FAIL  {problem}")
+    image = ensure_runtime_image(ws)
+    script = (
+        f'set -eu; ln -s "{MOUNT}/bin/{python}" /usr/local/bin/pf-python; '
+        # through a symlink from another directory, from another working directory
+        'cd /tmp && pf-python -c "import sys, os; assert os.path.realpath(sys.prefix) == '
+        f"'{MOUNT}', sys.prefix\" && echo 'PASS  runs through a symlink' && "
+        "exec pf-python /check/check_install.py"
+    )
+    args = ["docker", "run", "--rm", "--network", "none", "-v", f"{tree}:{MOUNT}:ro",
+            "-v", f"{CHECK_SCRIPT.parent}:/check:ro", image, "sh", "-c", script]  # fmt: skip
+    proc = subprocess.run(args, env=docker.DOCKER_ENV)
+    return proc.returncode == 0 and not problems

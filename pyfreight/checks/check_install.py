@@ -1,0 +1,270 @@
+"""Checks an installed pyfreight CPython from the inside. Run by the interpreter under
+test (in a clean container, from an unusual path); needs nothing but the stdlib.
+Prints one line per check and exits non-zero if any failed."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import traceback
+from pathlib import Path
+
+# Modules that cannot import on Linux, or must not be imported by a check, and why.
+NOT_IMPORTABLE = {
+    "_android_support": "Android only",
+    "_apple_support": "Apple platforms only",
+    "_ios_support": "iOS only",
+    "_overlapped": "Windows only",
+    "_winapi": "Windows only",
+    "_wmi": "Windows only",
+    "msvcrt": "Windows only",
+    "nt": "Windows only",
+    "winreg": "Windows only",
+    "winsound": "Windows only",
+    "_scproxy": "macOS only",
+    "_dbm": "not built: no permissively licensed dbm backend",
+    "_gdbm": "not built: gdbm is GPL",
+    "antigravity": "opens a web browser when imported",
+    "this": "prints the Zen of Python when imported",
+    "_pyrepl.windows_console": "Windows only",
+    "_pyrepl.windows_eventqueue": "Windows only",
+    "asyncio.windows_events": "Windows only",
+    "asyncio.windows_utils": "Windows only",
+    "multiprocessing.popen_spawn_win32": "Windows only",
+    "encodings.mbcs": "Windows only",
+    "encodings.oem": "Windows only",
+    "encodings.cp65001": "Windows only",
+}
+BUILTIN_REQUIRED = [
+    "_ssl", "_hashlib", "_sqlite3", "_lzma", "_bz2", "zlib", "_ctypes", "_curses",
+    "_curses_panel", "readline", "_uuid", "pyexpat", "_elementtree", "_decimal", "_tkinter",
+]  # fmt: skip
+
+results: list[tuple[str, bool, str]] = []
+
+
+def check(name):
+    def wrap(fn):
+        try:
+            detail = fn() or ""
+            results.append((name, True, detail))
+        except Exception:
+            results.append((name, False, traceback.format_exc(limit=3).strip().splitlines()[-1]))
+        return fn
+
+    return wrap
+
+
+@check("extension modules are built in")
+def _builtin():
+    builtin = set(sys.builtin_module_names)
+    wanted = BUILTIN_REQUIRED + (["_zstd"] if sys.version_info >= (3, 14) else [])
+    missing = [m for m in wanted if m not in builtin]
+    assert not missing, f"not built in: {missing}"
+    shared = sorted(str(p) for p in Path(sys.base_prefix).rglob("*.so*"))
+    assert not shared, f"shared objects in the tree: {shared[:5]}"
+    return f"{len(builtin)} built-in modules"
+
+
+@check("every stdlib module imports")
+def _imports():
+    failed, count = [], 0
+    names = sorted(sys.stdlib_module_names)
+    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py")):
+        rel = path.relative_to(sysconfig.get_paths()["stdlib"]).with_suffix("")
+        parts = rel.parts
+        if parts[0] in ("test", "idlelib", "turtledemo", "site-packages", "__phello__") or (
+            "tests" in parts or parts[-1] == "__main__" or "-" in rel.name
+        ):
+            continue
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    for name in sorted(set(names)):
+        if name in NOT_IMPORTABLE or name.split(".")[0] in NOT_IMPORTABLE:
+            continue
+        try:
+            importlib.import_module(name)
+            count += 1
+        except Exception as exc:
+            failed.append(f"{name}: {type(exc).__name__}: {exc}")
+    assert not failed, "; ".join(failed[:10])
+    return f"{count} modules"
+
+
+@check("TLS handshake with certificate verification")
+def _tls():
+    import socket
+    import ssl
+    import threading
+
+    certdir = Path(sysconfig.get_paths()["stdlib"]) / "test" / "certdata"
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(certdir / "keycert.pem")
+    client_ctx = ssl.create_default_context(cafile=certdir / "pycacert.pem")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve():
+        conn, _ = listener.accept()
+        with server_ctx.wrap_socket(conn, server_side=True) as tls:
+            tls.sendall(tls.recv(100).upper())
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    with (
+        socket.create_connection(("127.0.0.1", port)) as raw,
+        client_ctx.wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        tls.sendall(b"hello")
+        reply = tls.recv(100)
+        version = tls.version()
+    thread.join()
+    assert reply == b"HELLO"
+    return f"{ssl.OPENSSL_VERSION}, {version}"
+
+
+@check("sqlite3 with FTS5 and JSON")
+def _sqlite():
+    import sqlite3
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
+    db.execute("INSERT INTO t VALUES ('static python builds')")
+    assert db.execute("SELECT count(*) FROM t WHERE t MATCH 'python'").fetchone() == (1,)
+    assert db.execute("""SELECT json_extract('{"a": [1, 2]}', '$.a[1]')""").fetchone() == (2,)
+    return sqlite3.sqlite_version
+
+
+@check("compression round trips")
+def _compression():
+    import bz2
+    import lzma
+    import zlib
+
+    data = b"pyfreight " * 1000
+    mods = [bz2, lzma, zlib]
+    if sys.version_info >= (3, 14):
+        from compression import zstd
+
+        mods.append(zstd)
+    for mod in mods:
+        assert mod.decompress(mod.compress(data)) == data, mod.__name__
+
+
+@check("ctypes calls into libc")
+def _ctypes():
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(None)
+    assert libc.strlen(b"pyfreight") == 9
+    callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(lambda x: x * 2)
+    assert callback(21) == 42
+
+
+@check("curses initscr on a pseudo-terminal")
+def _curses():
+    import pty
+
+    code = "import curses; s = curses.initscr(); curses.endwin(); print('ok', curses.longname())"
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["TERM"] = "xterm"
+        os.execv(sys.executable, [sys.executable, "-c", code])
+    output = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1024)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    assert status == 0 and b"ok" in output, output[-300:]
+
+
+@check("readline, uuid, decimal")
+def _misc():
+    import decimal
+    import readline
+    import uuid
+
+    readline.add_history("x")
+    assert readline.get_current_history_length() >= 1
+    assert uuid.uuid1().version == 1 and uuid.uuid4().version == 4
+    assert decimal.Decimal("1.1") + decimal.Decimal("2.2") == decimal.Decimal("3.3")
+    return readline._READLINE_LIBRARY_VERSION
+
+
+@check("hashlib uses OpenSSL, with sha3 and blake2")
+def _hashlib():
+    import hashlib
+
+    for name in ("sha256", "sha3_256", "blake2b", "shake_128", "md5"):
+        h = hashlib.new(name, b"abc")
+        assert h.hexdigest(*(16,) if name.startswith("shake") else ())
+    assert "sha3_256" in hashlib.algorithms_available
+    import _hashlib
+
+    assert _hashlib.new("sha3_256", b"abc").hexdigest()
+
+
+@check("tkinter creates a Tcl interpreter")
+def _tkinter():
+    import tkinter
+
+    tcl = tkinter.Tcl()
+    assert tcl.eval("expr {6 * 7}") == "42"
+    library = tcl.eval("info library")
+    assert Path(library).is_dir(), library
+    assert Path(library).resolve().is_relative_to(Path(sys.base_prefix).resolve()), library
+    return f"Tcl {tcl.eval('info patchlevel')} at {library}"
+
+
+@check("venv with pip")
+def _venv():
+    with tempfile.TemporaryDirectory() as tmp:
+        env = Path(tmp) / "env"
+        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+        out = subprocess.run(
+            [str(env / "bin" / "python"), "-m", "pip", "--version"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        probe = "import sys, ssl; print(sys.prefix != sys.base_prefix)"
+        inside = subprocess.run(
+            [str(env / "bin" / "python"), "-c", probe], check=True, capture_output=True, text=True
+        ).stdout
+        assert inside.strip() == "True"
+        return out.split(" from ")[0]
+
+
+@check("sysconfig names a plain host compiler and no build paths")
+def _sysconfig():
+    cc = sysconfig.get_config_var("CC")
+    assert cc.split()[0] in ("cc", "gcc", "clang"), cc
+    prefix = sysconfig.get_config_var("prefix")
+    assert Path(prefix).resolve() == Path(sys.base_prefix).resolve(), prefix
+    bad = ["/tools/", "/build/work", "/sysroot"]
+    values = sysconfig.get_config_vars()
+    leaks = [k for k, v in values.items() if isinstance(v, str) and any(b in v for b in bad)]
+    assert not leaks, leaks[:10]
+    return f"CC={cc!r} prefix={prefix!r}"
+
+
+def main() -> int:
+    width = max(len(name) for name, _, _ in results)
+    for name, ok, detail in results:
+        print(f"{'PASS' if ok else 'FAIL'}  {name:<{width}}  {detail}")
+    failed = sum(not ok for _, ok, _ in results)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

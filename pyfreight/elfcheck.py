@@ -1,0 +1,64 @@
+"""ELF facts of an install tree: which system libraries each file needs, and the newest
+glibc symbol version it asks for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerNeedSection
+
+ALLOWED_NEEDED = frozenset(
+    {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1", "libutil.so.1",
+     "ld-linux-x86-64.so.2"}
+)  # fmt: skip
+MAX_GLIBC = (2, 31)
+
+
+@dataclass(frozen=True)
+class ElfFacts:
+    path: str
+    needed: tuple[str, ...]
+    glibc: tuple[int, ...] | None  # newest GLIBC_x.y version needed
+
+
+def elf_facts(path: Path, root: Path) -> ElfFacts | None:
+    with path.open("rb") as fh:
+        if fh.read(4) != b"\x7fELF":
+            return None
+        fh.seek(0)
+        try:
+            elf = ELFFile(fh)
+        except ELFError:
+            return None
+        needed: list[str] = []
+        versions: list[tuple[int, ...]] = []
+        for section in elf.iter_sections():
+            if isinstance(section, DynamicSection):
+                needed += [t.needed for t in section.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
+            if isinstance(section, GNUVerNeedSection):
+                for _, auxes in section.iter_versions():
+                    versions += [
+                        tuple(int(x) for x in aux.name[len("GLIBC_") :].split("."))
+                        for aux in auxes
+                        if aux.name.startswith("GLIBC_") and aux.name[6:7].isdigit()
+                    ]
+    return ElfFacts(str(path.relative_to(root)), tuple(needed), max(versions) if versions else None)
+
+
+def check_tree(root: Path) -> tuple[list[ElfFacts], list[str]]:
+    """All ELF files below root, and the problems found among them."""
+    facts, problems = [], []
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink() and (f := elf_facts(path, root)):
+            facts.append(f)
+            extra = sorted(set(f.needed) - ALLOWED_NEEDED)
+            if extra:
+                problems.append(f"{f.path}: needs {', '.join(extra)}")
+            if f.glibc and f.glibc > MAX_GLIBC:
+                newest = ".".join(map(str, f.glibc))
+                problems.append(f"{f.path}: needs GLIBC_{newest} (newer than 2.31)")
+    return facts, problems
