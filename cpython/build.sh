@@ -4,6 +4,7 @@
 tar xf "$SRC/$PY_TARBALL"
 cd "$PY_TOPDIR"
 cp "$RECIPE_DIR/Setup.local" Modules/Setup.local
+cat "$RECIPE_DIR/tkinter-tcl-library.py" >> Lib/tkinter/__init__.py
 
 # Unversioned LLVM tools (llvm-ar for LTO, llvm-profdata for PGO) are found by
 # configure on PATH.

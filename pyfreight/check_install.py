@@ -40,7 +40,7 @@ def check_install(tree: Path, ws: Workspace) -> bool:
         # through a symlink from another directory, from another working directory
         'cd /tmp && pf-python -c "import sys, os; assert os.path.realpath(sys.prefix) == '
         f"'{MOUNT}', sys.prefix\" && echo 'PASS  runs through a symlink' && "
-        "exec pf-python /check/check_install.py"
+        f'exec "{MOUNT}/bin/{python}" /check/check_install.py'
     )
     args = ["docker", "run", "--rm", "--network", "none", "-v", f"{tree}:{MOUNT}:ro",
             "-v", f"{CHECK_SCRIPT.parent}:/check:ro", image, "sh", "-c", script]  # fmt: skip

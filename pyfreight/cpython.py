@@ -29,6 +29,8 @@ from pyfreight.tarball import extract, newest_mtime, read_member, walk_sorted, w
 
 CPYTHON_DIR = REPO_ROOT / "cpython"
 ENTRY_SCRIPT = Path(__file__).with_name("container_entry.sh")
+# Files of cpython/ the container build uses.
+RECIPE_FILES = ("build.sh", "tkinter-tcl-library.py")
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ def build_cpython(
     key = json.dumps(
         {
             "source": src.source.sha256,
-            "build.sh": file_digest(CPYTHON_DIR / "build.sh"),
+            "recipe": {name: file_digest(CPYTHON_DIR / name) for name in RECIPE_FILES},
             "entry": file_digest(ENTRY_SCRIPT),
             "setup_local": setup_local,
             "configure": args,
@@ -117,7 +119,8 @@ def build_cpython(
         (inputs / "sources").mkdir(parents=True)
         (inputs / "recipe").mkdir()
         copy_verified(src.source, ws.downloads, inputs / "sources" / src.source.file)
-        shutil.copy(CPYTHON_DIR / "build.sh", inputs / "recipe" / "build.sh")
+        for name in RECIPE_FILES:
+            shutil.copy(CPYTHON_DIR / name, inputs / "recipe" / name)
         (inputs / "recipe" / "Setup.local").write_text(setup_local)
         shutil.copy(ENTRY_SCRIPT, inputs / "entry.sh")
         for path in [inputs, *inputs.rglob("*")]:

@@ -63,8 +63,6 @@ def configure_args(version: str, options: BuildOptions) -> list[str]:
         "--with-readline=editline",
         # pip from the wheel bundled in the source; nothing is downloaded.
         "--with-ensurepip=install",
-        # _testcapi and friends would be the only shared extension modules.
-        "--disable-test-modules",
     ]
     if options.base == "debug":
         args.append("--with-pydebug")

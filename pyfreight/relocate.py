@@ -50,9 +50,21 @@ SHEBANG_TRAMPOLINE = (
 )
 
 
-def scrub_flags(text: str) -> str:
+# The source folder CPython was built in, recorded as srcdir, abs_builddir and the like.
+_SOURCE_TREE = re.compile(rf"{re.escape(toolchain.WORK_DIR)}/Python-[^/'\" ]+")
+# Any remaining word naming the build environment (configure arguments such as
+# --with-openssl=/tools/deps, -I flags of our dependencies) is dropped.
+_BUILD_WORD = re.compile(
+    r"[^\s'\"]*(?:" + "|".join(re.escape(p) for p in (toolchain.PREFIX, toolchain.WORK_DIR)) + r")[^\s'\"]*"
+)
+
+
+def scrub_flags(text: str, source_tree: str = "") -> str:
+    """Host-neutral flags; the source folder becomes `source_tree`; other words that
+    name the build environment are dropped."""
     for old, new in REPLACEMENTS:
         text = text.replace(old, new)
+    text = _BUILD_WORD.sub("", _SOURCE_TREE.sub(source_tree, text))
     # Collapse the doubled spaces removed flags leave behind, inside quoted values.
     return re.sub(r"(?<=\S)  +(?=\S)", " ", text)
 
@@ -87,12 +99,12 @@ def make_relocatable(tree: Path, version: str) -> None:
         if script.is_file() and not script.is_symlink():
             _rewrite_shebang(script, python)
     for data in sorted((tree / "lib" / python).glob("_sysconfigdata_*.py")):
-        text = replace_prefix(scrub_flags(data.read_text()), PREFIX_TOKEN)
+        text = replace_prefix(scrub_flags(data.read_text(), INSTALL_PREFIX), PREFIX_TOKEN)
         data.write_text(text + SYSCONFIG_TRAILER)
     for vars_json in sorted((tree / "lib" / python).glob("_sysconfig_vars_*.json")):
         vars_json.write_text(scrub_flags(vars_json.read_text()))
     for makefile in sorted((tree / "lib" / python).glob("config-*/Makefile")):
-        text = replace_prefix(scrub_flags(makefile.read_text()), "$(PYFREIGHT_PREFIX)")
+        text = replace_prefix(scrub_flags(makefile.read_text(), INSTALL_PREFIX), "$(PYFREIGHT_PREFIX)")
         head = "# pyfreight: the prefix is three folders above this Makefile.\n"
         head += "PYFREIGHT_PREFIX := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))../../..)\n"
         makefile.write_text(head + text)
@@ -101,6 +113,8 @@ def make_relocatable(tree: Path, version: str) -> None:
     for config in sorted((tree / "bin").glob("python*-config")):
         if not config.is_symlink():
             config.write_text(scrub_flags(config.read_text()))
+    for setup in sorted((tree / "lib" / python).glob("config-*/Setup*")):
+        setup.write_text(scrub_flags(setup.read_text()))
     for build_details in sorted((tree / "lib" / python).glob("build-details.json")):
         build_details.write_text(scrub_flags(build_details.read_text()))
     leftovers = find_build_paths(tree)
@@ -116,5 +130,8 @@ def find_build_paths(tree: Path) -> list[str]:
             text = _text(path)
             if text is None:
                 continue
-            found += [f"{path.relative_to(tree)}: {s}" for s in FORBIDDEN if s in text]
+            for s in FORBIDDEN:
+                if (at := text.find(s)) >= 0:
+                    context = text[max(0, at - 40) : at + 40].replace("\n", " ")
+                    found.append(f"{path.relative_to(tree)}: {s} in …{context}…")
     return found

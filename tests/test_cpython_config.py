@@ -23,7 +23,7 @@ def test_configure_args_per_option(text, expected, absent):
         assert arg in args
     for arg in absent:
         assert arg not in args
-    assert "--disable-test-modules" in args and "--with-readline=editline" in args
+    assert "--with-readline=editline" in args and "--with-system-expat" in args
     assert str(BuildOptions.parse(text)) == text
 
 

@@ -28,6 +28,8 @@ NOT_IMPORTABLE = {
     "_scproxy": "macOS only",
     "_dbm": "not built: no permissively licensed dbm backend",
     "_gdbm": "not built: gdbm is GPL",
+    "dbm.gnu": "needs _gdbm (GPL, not built)",
+    "dbm.ndbm": "needs _dbm (no permissive backend, not built)",
     "antigravity": "opens a web browser when imported",
     "this": "prints the Zen of Python when imported",
     "_pyrepl.windows_console": "Windows only",
@@ -102,7 +104,7 @@ def _tls():
 
     certdir = Path(sysconfig.get_paths()["stdlib"]) / "test" / "certdata"
     server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server_ctx.load_cert_chain(certdir / "keycert.pem")
+    server_ctx.load_cert_chain(certdir / "keycert3.pem")  # localhost, signed by pycacert
     client_ctx = ssl.create_default_context(cafile=certdir / "pycacert.pem")
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
