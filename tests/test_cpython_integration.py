@@ -1,0 +1,56 @@
+"""End to end: CPython 3.14 noopt built in the container from verified sources, made
+relocatable, and checked in a clean bullseye container (pyfreight check-install)."""
+
+from __future__ import annotations
+
+import os
+import tarfile
+
+import pytest
+
+from pyfreight.check_install import check_install
+from pyfreight.cpython import build_cpython
+from pyfreight.elfcheck import check_tree
+from pyfreight.paths import DEFAULT_TARGET, default_workspace
+from pyfreight.relocate import find_build_paths
+
+pytestmark = pytest.mark.container
+
+
+@pytest.fixture(scope="module")
+def build():
+    return build_cpython("3.14", "noopt", DEFAULT_TARGET, default_workspace(), jobs=os.cpu_count() or 1)
+
+
+def test_install_tree_passes_every_check(build, capfd):
+    assert check_install(build.tree, default_workspace())
+    out = capfd.readouterr().out
+    assert "0 failed" in out and "FAIL" not in out
+
+
+def test_no_build_paths_and_static_only(build):
+    assert find_build_paths(build.tree) == []
+    assert not [p for p in build.tree.rglob("*.so*")]
+    facts, problems = check_tree(build.tree)
+    assert problems == []
+    binary = next(f for f in facts if f.path == "bin/python3.14")
+    assert "libpython3.14.so.1.0" not in binary.needed
+    assert binary.glibc <= (2, 31)
+
+
+def test_layout_and_artifact(build):
+    tree = build.tree
+    for path in (
+        "bin/python3",
+        "bin/python3.14",
+        "lib/python3.14/os.py",
+        "include/python3.14/Python.h",
+        "share/terminfo",
+        "lib/tcl8.6/init.tcl",
+        "lib/tk8.6/tk.tcl",
+        "bin/pip3",
+    ):
+        assert (tree / path).exists(), path
+    with tarfile.open(build.artifact) as tar:
+        names = tar.getnames()
+    assert names == sorted(names) and "install/bin/python3.14" in names
