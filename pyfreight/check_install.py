@@ -4,18 +4,32 @@ mounted read-only at a path with a space in it."""
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
+
+import yaml
 
 from pyfreight import docker
 from pyfreight.elfcheck import check_tree
 from pyfreight.errors import PyfreightError
 from pyfreight.images import ensure_runtime_image
 from pyfreight.logs import say
-from pyfreight.paths import Workspace
+from pyfreight.paths import REPO_ROOT, Workspace
 
 CHECK_SCRIPT = Path(__file__).parent / "checks" / "check_install.py"
 MOUNT = "/opt/py freight/python"  # unusual on purpose: a space, and not /install
+TEST_SUITE = REPO_ROOT / "cpython" / "test-suite.yaml"
+
+
+def test_suite_command(python: str, which: str) -> list[str]:
+    """`python -m test` for the subset (or the full suite), skipping the ignored
+    cases listed, with their reasons, in cpython/test-suite.yaml."""
+    data = yaml.safe_load(TEST_SUITE.read_text())
+    args = [f"{MOUNT}/bin/{python}", "-m", "test", "-j2", "--timeout", "900"]
+    for pattern in sorted(data["ignore"]):
+        args += ["-i", pattern]
+    return args + (sorted(data["subset"]) if which == "subset" else [])
 
 
 def _python(tree: Path) -> str:
@@ -25,7 +39,7 @@ def _python(tree: Path) -> str:
     return found[0]
 
 
-def check_install(tree: Path, ws: Workspace) -> bool:
+def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
     """Runs every check; prints a line per check; True when all passed."""
     tree = tree.resolve()
     python = _python(tree)
@@ -40,8 +54,11 @@ def check_install(tree: Path, ws: Workspace) -> bool:
         # through a symlink from another directory, from another working directory
         'cd /tmp && pf-python -c "import sys, os; assert os.path.realpath(sys.prefix) == '
         f"'{MOUNT}', sys.prefix\" && echo 'PASS  runs through a symlink' && "
-        f'exec "{MOUNT}/bin/{python}" /check/check_install.py'
+        f'"{MOUNT}/bin/{python}" /check/check_install.py'
     )
+    if tests != "none":
+        command = shlex.join(test_suite_command(python, tests))
+        script += f" && echo 'running CPython tests ({tests})' && cd /tmp && {command}"
     args = ["docker", "run", "--rm", "--network", "none", "-v", f"{tree}:{MOUNT}:ro",
             "-v", f"{CHECK_SCRIPT.parent}:/check:ro", image, "sh", "-c", script]  # fmt: skip
     proc = subprocess.run(args, env=docker.DOCKER_ENV)

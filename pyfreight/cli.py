@@ -99,7 +99,7 @@ def cmd_check_install(args: argparse.Namespace) -> None:
 
     from pyfreight.check_install import check_install
 
-    if not check_install(Path(args.tree), default_workspace()):
+    if not check_install(Path(args.tree), default_workspace(), tests=args.tests):
         raise PyfreightError(f"{args.tree}: the install tree failed checks (see above)")
 
 
@@ -157,6 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check-install", help="check an install tree in a clean older Debian")
     p.add_argument("tree", help="the install tree (e.g. build/cpython-3.14.7-noopt-…)")
+    p.add_argument(
+        "--tests",
+        choices=["subset", "full", "none"],
+        default="subset",
+        help="CPython's test suite: the subset in cpython/test-suite.yaml, all of it, or none",
+    )
     p.set_defaults(func=cmd_check_install)
     return parser
 
