@@ -31,7 +31,11 @@ _SECTION = re.compile(r"^\*([a-z@A-Z_]+)\*$")
 @dataclass(frozen=True)
 class SetupModule:
     name: str
-    sources: tuple[str, ...]
+    words: tuple[str, ...]  # sources and upstream flags, in upstream order
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(w for w in self.words if w.endswith((".c", ".cpp", ".m")))
 
 
 @dataclass(frozen=True)
@@ -45,8 +49,8 @@ class ExtensionData:
 
 
 def parse_setup(text: str) -> list[SetupModule]:
-    """Module lines of a Setup file: name and source files (flags are dropped; we
-    supply our own)."""
+    """Module lines of a Setup file: the name, then its sources and upstream flags
+    (e.g. 3.13's -I$(srcdir)/Modules/_hacl/include), configure substitutions removed."""
     modules = []
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()
@@ -55,8 +59,7 @@ def parse_setup(text: str) -> list[SetupModule]:
         words = _SUBSTITUTION.sub("", _CONDITION.sub("", line)).split()
         if not words:
             continue
-        sources = tuple(w for w in words[1:] if w.endswith((".c", ".cpp", ".m")))
-        modules.append(SetupModule(words[0], sources))
+        modules.append(SetupModule(words[0], tuple(words[1:])))
     return modules
 
 
@@ -84,7 +87,7 @@ def render_setup_local(modules: list[SetupModule], data: ExtensionData, origin: 
         if module.name in data.excluded:
             continue
         spec = data.linked.get(module.name, {})
-        words = [module.name, *module.sources, *spec.get("cflags", ())]
+        words = [module.name, *module.words, *spec.get("cflags", ())]
         words += [f"-l{lib}" for lib in spec.get("links", ())]
         if any("=" in word for word in words):
             # makesetup reads any line with '=' as a make variable definition.

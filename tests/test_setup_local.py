@@ -97,7 +97,14 @@ def test_parse_handles_conditions_substitutions_and_sections():
         "*shared*\nmath mathmodule.c -lm  # trailing comment\n"
     )
     modules = parse_setup(text)
-    assert [(m.name, m.sources) for m in modules] == [
+    assert [(m.name, m.words) for m in modules] == [
         ("_ctypes", ("_ctypes/a.c", "_ctypes/b.c")),
-        ("math", ("mathmodule.c",)),
+        ("math", ("mathmodule.c", "-lm")),
     ]
+    assert modules[1].sources == ("mathmodule.c",)
+
+
+def test_upstream_flags_are_kept():
+    line = "@MODULE__SHA3_TRUE@_sha3 sha3module.c -I$(srcdir)/Modules/_hacl/include _hacl/x.c -D_BSD_SOURCE\n"
+    rendered = render_setup_local(parse_setup(line), ExtensionData(plain=frozenset({"_sha3"})), "S")
+    assert "_sha3 sha3module.c -I$(srcdir)/Modules/_hacl/include _hacl/x.c -D_BSD_SOURCE\n" in rendered

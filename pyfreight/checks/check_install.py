@@ -30,6 +30,7 @@ NOT_IMPORTABLE = {
     "_gdbm": "not built: gdbm is GPL",
     "dbm.gnu": "needs _gdbm (GPL, not built)",
     "dbm.ndbm": "needs _dbm (no permissive backend, not built)",
+    "_pyrepl._minimal_curses": "3.13's fallback that dlopens a shared libncurses; curses is built in",
     "antigravity": "opens a web browser when imported",
     "this": "prints the Zen of Python when imported",
     "_pyrepl.windows_console": "Windows only",
