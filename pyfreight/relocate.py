@@ -94,7 +94,12 @@ def _rewrite_shebang(path: Path, python: str) -> None:
 
 def make_relocatable(tree: Path, version: str) -> None:
     minor = ".".join(version.split(".")[:2])
-    python = f"python{minor}"
+    # python3.14, or python3.14t for free-threaded builds: the stdlib folder and the
+    # interpreter share the name.
+    found = sorted(p.name for p in (tree / "lib").glob(f"python{minor}*") if p.is_dir())
+    if len(found) != 1:
+        raise PyfreightError(f"{tree}/lib: expected one python{minor}* folder, found {found}")
+    python = found[0]
     for script in sorted((tree / "bin").iterdir()):
         if script.is_file() and not script.is_symlink():
             _rewrite_shebang(script, python)

@@ -91,3 +91,13 @@ def test_leftover_build_path_is_an_error(tmp_path):
     (root / "lib" / "python3.14" / "notes.txt").write_text("built in /build/work/Python-3.14.7\n")
     with pytest.raises(PyfreightError, match=r"notes\.txt: /build/work"):
         make_relocatable(root, "3.14.7")
+
+
+def test_free_threaded_tree(tmp_path):
+    root = tmp_path / "tree"
+    lib = fake_tree(root)
+    lib.rename(root / "lib" / "python3.14t")
+    make_relocatable(root, "3.14.7")
+    data = (root / "lib/python3.14t/_sysconfigdata__linux_x86_64-linux-gnu.py").read_text()
+    assert "'CC': 'cc'" in data and "/tools" not in data
+    assert "python3.14t" in (root / "bin" / "pip3").read_text().splitlines()[1]
