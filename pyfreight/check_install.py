@@ -16,6 +16,7 @@ from pyfreight.errors import PyfreightError
 from pyfreight.images import ensure_runtime_image
 from pyfreight.logs import say
 from pyfreight.paths import REPO_ROOT, Workspace
+from pyfreight.relocate import installed_python_name
 
 CHECK_SCRIPT = Path(__file__).parent / "checks" / "check_install.py"
 MOUNT = "/opt/py freight/python"  # unusual on purpose: a space, and not /install
@@ -34,20 +35,15 @@ def test_suite_command(tree: Path, python: str, which: str) -> list[str]:
     args = [f"{MOUNT}/bin/{python}", "-m", "test", "-j2", "--timeout", "900"]
     for pattern in sorted(data["ignore"]):
         args += ["-i", pattern]
+    if which == "subset" and not present:
+        raise PyfreightError(f"none of the subset's tests is in {tests_dir}")
     return args + (present if which == "subset" else [])
-
-
-def _python(tree: Path) -> str:
-    found = sorted(p.name for p in (tree / "bin").glob("python3.*") if not p.name.endswith("-config"))
-    if not found:
-        raise PyfreightError(f"{tree}: no bin/python3.X; is this an install tree?")
-    return found[0]
 
 
 def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
     """Runs every check; prints a line per check; True when all passed."""
     tree = tree.resolve()
-    python = _python(tree)
+    python = installed_python_name(tree)
     facts, problems = check_tree(tree)
     newest = max((f.glibc for f in facts if f.glibc), default=None)
     say(f"ELF files: {len(facts)}; newest GLIBC needed: {'.'.join(map(str, newest or ()))}")

@@ -4,8 +4,10 @@ into an install tree that is then made relocatable (pyfreight.relocate)."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -147,6 +149,8 @@ def build_cpython(
             log,
             f"CPython {src.version} {options} build",
         )
+        if os.geteuid() == 0:  # the container wrote as its own user; hand the tree back
+            subprocess.run(["chown", "-R", "0:0", str(install)], check=True)
         make_relocatable(install, src.version)
         if tree.exists():
             shutil.rmtree(tree)

@@ -92,14 +92,17 @@ def _rewrite_shebang(path: Path, python: str) -> None:
         path.write_text(SHEBANG_TRAMPOLINE.format(python=python) + text.split("\n", 1)[1])
 
 
-def make_relocatable(tree: Path, version: str) -> None:
-    minor = ".".join(version.split(".")[:2])
-    # python3.14, or python3.14t for free-threaded builds: the stdlib folder and the
-    # interpreter share the name.
-    found = sorted(p.name for p in (tree / "lib").glob(f"python{minor}*") if p.is_dir())
+def installed_python_name(tree: Path) -> str:
+    """python3.14, or python3.14t for free-threaded builds: the stdlib folder and the
+    interpreter in bin/ share the name."""
+    found = sorted(p.name for p in (tree / "lib").glob("python3.*") if p.is_dir())
     if len(found) != 1:
-        raise PyfreightError(f"{tree}/lib: expected one python{minor}* folder, found {found}")
-    python = found[0]
+        raise PyfreightError(f"{tree}/lib: expected one python3.X folder, found {found or 'none'}")
+    return found[0]
+
+
+def make_relocatable(tree: Path, version: str) -> None:
+    python = installed_python_name(tree)
     for script in sorted((tree / "bin").iterdir()):
         if script.is_file() and not script.is_symlink():
             _rewrite_shebang(script, python)
