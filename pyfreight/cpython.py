@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from pyfreight import docker, images, toolchain
+from pyfreight import docker, images, relocate, toolchain
 from pyfreight.cachekey import file_digest
 from pyfreight.cpython_config import INSTALL_PREFIX, BuildOptions, compiler_env, configure_args
 from pyfreight.deps import build_deps
@@ -24,7 +24,6 @@ from pyfreight.fetch import copy_verified, fetch_source
 from pyfreight.logs import say
 from pyfreight.paths import REPO_ROOT, Workspace
 from pyfreight.recipes import DebianLocation, Source
-from pyfreight.relocate import make_relocatable
 from pyfreight.runner import container_user, docker_run_args
 from pyfreight.setup_local import load_extension_data, parse_setup, render_setup_local, required_recipes
 from pyfreight.tarball import extract, newest_mtime, read_member, walk_sorted, write_tar
@@ -92,6 +91,8 @@ def build_cpython(
             "source": src.source.sha256,
             "recipe": {name: file_digest(CPYTHON_DIR / name) for name in RECIPE_FILES},
             "entry": file_digest(ENTRY_SCRIPT),
+            # the host-side rewriting of the installed tree is part of the product
+            "relocate": file_digest(Path(relocate.__file__)),
             "setup_local": setup_local,
             "configure": args,
             "flags": flags,
@@ -151,7 +152,7 @@ def build_cpython(
         )
         if os.geteuid() == 0:  # the container wrote as its own user; hand the tree back
             subprocess.run(["chown", "-R", "0:0", str(install)], check=True)
-        make_relocatable(install, src.version)
+        relocate.make_relocatable(install, src.version)
         if tree.exists():
             shutil.rmtree(tree)
         shutil.move(install, tree)
