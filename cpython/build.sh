@@ -22,8 +22,17 @@ export PKG_CONFIG="pkg-config --static"
 export MODULE_BUILDTYPE=static
 mapfile -t args <<< "$CONFIGURE_ARGS"
 ./configure "${args[@]}"
+if [ -n "${PGO_PROFILE:-}" ]; then
+  # A saved profile: put it where the profile-use step reads it and mark the
+  # training as done, so make skips the instrumented build and the training run
+  # and goes straight to the rebuild with the same flags and profile.
+  cp "$PGO_PROFILE" code.profclangd
+  touch profile-run-stamp
+fi
 make -j"$JOBS"
 make install
+# The merged profile of a PGO build is an output of its own (--pgo-profile reuses it).
+if [ -f code.profclangd ]; then cp code.profclangd "$OUTPUT_DIR/pgo.profdata"; fi
 # Run-time data the built-in modules need, kept relative to the interpreter:
 # terminfo for curses/readline, the Tcl/Tk script libraries for tkinter.
 mkdir -p "$INSTALL_DIR/share"

@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from pyfreight import toolchain
 from pyfreight.errors import PyfreightError
@@ -82,11 +83,19 @@ def cmd_build(args: argparse.Namespace) -> None:
 
     started = time.monotonic()
     result = build_cpython(
-        args.python, args.options, args.target, default_workspace(), jobs=args.jobs, force=args.force
+        args.python,
+        args.options,
+        args.target,
+        default_workspace(),
+        jobs=args.jobs,
+        force=args.force,
+        pgo_profile=Path(args.pgo_profile).resolve() if args.pgo_profile else None,
     )
     say(f"build: {time.monotonic() - started:.1f} s")
     print(f"install tree: {result.tree}")
     print(f"artifact:     {result.artifact}")
+    if result.profile:
+        print(f"PGO profile:  {result.profile}")
     if args.check:
         from pyfreight.check_install import check_install
 
@@ -95,12 +104,18 @@ def cmd_build(args: argparse.Namespace) -> None:
 
 
 def cmd_check_install(args: argparse.Namespace) -> None:
-    from pathlib import Path
-
     from pyfreight.check_install import check_install
 
     if not check_install(Path(args.tree), default_workspace(), tests=args.tests):
         raise PyfreightError(f"{args.tree}: the install tree failed checks (see above)")
+
+
+def cmd_bench(args: argparse.Namespace) -> None:
+    from pyfreight.bench import run_bench
+
+    only = [n for n in (args.only or "").split(",") if n]
+    path = run_bench(default_workspace(), args.python, args.target, args.jobs, only, fast=not args.rigorous)
+    print(f"saved: {path} (and {path.with_suffix('.txt').name})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,6 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs")
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
     p.add_argument("--no-check", dest="check", action="store_false", help="skip check-install afterwards")
+    p.add_argument(
+        "--pgo-profile",
+        metavar="FILE",
+        help="pgo builds: rebuild from this merged profile (kept by an earlier build) without training",
+    )
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("check-install", help="check an install tree in a clean older Debian")
@@ -164,6 +184,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="CPython's test suite: the subset in cpython/test-suite.yaml, all of it, or none",
     )
     p.set_defaults(func=cmd_check_install)
+
+    p = sub.add_parser(
+        "bench", help="pyperformance subset: our pgo+lto and noopt builds vs Debian's python (table + JSON)"
+    )
+    p.add_argument("--python", default=None, help="minor version, e.g. 3.13 (default: 3.14)")
+    p.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(toolchain.TARGET_TRIPLES))
+    p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs for builds")
+    p.add_argument("--only", metavar="NAME,…", help="run only these benchmarks of cpython/bench.yaml")
+    p.add_argument("--rigorous", action="store_true", help="pyperf's default run counts instead of --fast")
+    p.set_defaults(func=cmd_bench)
     return parser
 
 

@@ -32,6 +32,10 @@ CPYTHON_DIR = REPO_ROOT / "cpython"
 ENTRY_SCRIPT = Path(__file__).with_name("container_entry.sh")
 # Files of cpython/ the container build uses.
 RECIPE_FILES = ("build.sh", "tkinter-tcl-library.py")
+# Inside the build container: where build.sh leaves outputs other than the install
+# tree (the merged PGO profile), and where a saved profile is handed in.
+OUTPUT_DIR = "/outputs"
+PGO_PROFILE_INPUT = "/inputs/recipe/pgo.profdata"
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class CPythonBuild:
     target: str
     tree: Path  # the relocatable install tree (install/ of the archive-to-be)
     artifact: Path  # deterministic tar of it
+    profile: Path | None  # the merged PGO profile (pgo builds only)
 
 
 def load_versions() -> tuple[str, dict[str, CPythonSource]]:
@@ -70,11 +75,38 @@ def cpython_source(minor: str | None) -> CPythonSource:
     return versions[minor]
 
 
+def _check_profile(options: BuildOptions, pgo_profile: Path | None) -> None:
+    if pgo_profile is None:
+        return
+    if not options.pgo:
+        raise PyfreightError(f"--pgo-profile is for pgo builds; {options} does not use a profile")
+    if not pgo_profile.is_file():
+        raise PyfreightError(f"PGO profile {pgo_profile} does not exist (give a .profdata a pgo build kept)")
+    with pgo_profile.open("rb") as fh:
+        magic = fh.read(8)
+    # llvm-profdata's indexed format: the 64-bit magic 0x8169666f72706cff, little-endian.
+    if magic != b"\xfflprofi\x81":
+        raise PyfreightError(
+            f"{pgo_profile} is not an indexed LLVM profile (llvm-profdata merge output); "
+            "give the .profdata file a pgo build kept beside its install tree"
+        )
+
+
 def build_cpython(
-    minor: str | None, options_text: str, target: str, ws: Workspace, jobs: int, force: bool = False
+    minor: str | None,
+    options_text: str,
+    target: str,
+    ws: Workspace,
+    jobs: int,
+    force: bool = False,
+    pgo_profile: Path | None = None,
 ) -> CPythonBuild:
+    """Builds (or reuses) CPython `minor` with `options`. A pgo build trains in the
+    container and keeps the merged profile beside the tree; given `pgo_profile`, it
+    skips training and rebuilds from that profile instead."""
     src = cpython_source(minor)
     options = BuildOptions.parse(options_text)
+    _check_profile(options, pgo_profile)
     tarball = fetch_source(src.source, ws.downloads, log=say)
     origin = f"{src.top_dir}/Modules/Setup.stdlib.in"
     modules = parse_setup(read_member(tarball, origin).decode())
@@ -98,16 +130,18 @@ def build_cpython(
             "flags": flags,
             "image": image.image_id,
             "deps": {n: a.key for n, a in sorted(deps.artifacts.items())},
+            "pgo_profile": file_digest(pgo_profile) if pgo_profile else None,
         },
         sort_keys=True,
     )
     tree = ws.build / stem
     artifact = ws.build / f"{stem}.tar"
     meta = ws.build / f"{stem}.json"
-    fresh = meta.exists() and tree.is_dir() and artifact.exists()
+    profile = ws.build / f"{stem}.profdata" if options.pgo else None
+    fresh = meta.exists() and tree.is_dir() and artifact.exists() and (profile is None or profile.exists())
     if not force and fresh and json.loads(meta.read_text()).get("key") == key:
         say(f"cpython {src.version} {options}: up to date ({artifact.name})")
-        return CPythonBuild(src, options, target, tree, artifact)
+        return CPythonBuild(src, options, target, tree, artifact, profile)
 
     epoch = newest_mtime(tarball) or 0
     log = ws.logs / f"{stem}.log"
@@ -119,20 +153,23 @@ def build_cpython(
     try:
         staging.chmod(0o755)
         inputs, prefix, install = staging / "inputs", staging / "prefix", staging / "install"
+        outputs = staging / "outputs"
         (inputs / "sources").mkdir(parents=True)
         (inputs / "recipe").mkdir()
         copy_verified(src.source, ws.downloads, inputs / "sources" / src.source.file)
         for name in RECIPE_FILES:
             shutil.copy(CPYTHON_DIR / name, inputs / "recipe" / name)
         (inputs / "recipe" / "Setup.local").write_text(setup_local)
+        if pgo_profile:
+            shutil.copy(pgo_profile, inputs / "recipe" / Path(PGO_PROFILE_INPUT).name)
         shutil.copy(ENTRY_SCRIPT, inputs / "entry.sh")
         for path in [inputs, *inputs.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
-        prefix.mkdir()
-        install.mkdir()
+        for folder in (prefix, install, outputs):
+            folder.mkdir()
         for name in sorted(deps.artifacts):
             extract(deps.artifacts[name].path, prefix)
-        user = container_user(prefix, install)
+        user = container_user(prefix, install, outputs)
         env = toolchain.build_environment(target, jobs, epoch) | flags
         env |= {
             "RECIPE_NAME": "cpython",
@@ -142,26 +179,38 @@ def build_cpython(
             "PY_TARBALL": src.source.file,
             "PY_TOPDIR": src.top_dir,
             "CONFIGURE_ARGS": "\n".join(args),
+            "OUTPUT_DIR": OUTPUT_DIR,
+            "PGO_PROFILE": PGO_PROFILE_INPUT if pgo_profile else "",
         }
-        say(f"cpython {src.version} {options}: building (log: {log})")
+        training = "from the saved profile " if pgo_profile else ("with PGO training " if options.pgo else "")
+        say(f"cpython {src.version} {options}: building {training}(log: {log})")
         log.write_text("")
+        mounts = ((install, INSTALL_PREFIX), (outputs, OUTPUT_DIR))
         docker.run_logged(
-            docker_run_args(container, user, inputs, prefix, env, image, ((install, INSTALL_PREFIX),)),
+            docker_run_args(container, user, inputs, prefix, env, image, mounts),
             log,
             f"CPython {src.version} {options} build",
         )
-        if os.geteuid() == 0:  # the container wrote as its own user; hand the tree back
-            subprocess.run(["chown", "-R", "0:0", str(install)], check=True)
+        if os.geteuid() == 0:  # the container wrote as its own user; hand the files back
+            subprocess.run(["chown", "-R", "0:0", str(install), str(outputs)], check=True)
+        if profile is not None:
+            made = outputs / "pgo.profdata"
+            if not made.is_file():
+                raise PyfreightError(f"the {options} build left no merged PGO profile; see {log}")
+            made.replace(profile)
         relocate.make_relocatable(install, src.version)
         if tree.exists():
             shutil.rmtree(tree)
         shutil.move(install, tree)
         write_tar(artifact, ((f"install/{p}", tree / p) for p in walk_sorted(tree)), epoch)
         meta_tmp = meta.with_name(f".{meta.name}.part")
-        meta_tmp.write_text(json.dumps({"key": key, "version": src.version, "options": str(options)}))
+        recorded = {"key": key, "version": src.version, "options": str(options)}
+        if profile is not None:
+            recorded["pgo_profile_sha256"] = file_digest(profile)
+        meta_tmp.write_text(json.dumps(recorded))
         meta_tmp.replace(meta)
         say(f"cpython {src.version} {options}: built in {time.monotonic() - started:.0f} s")
-        return CPythonBuild(src, options, target, tree, artifact)
+        return CPythonBuild(src, options, target, tree, artifact, profile)
     except BaseException:
         docker.remove_container(container)
         raise
