@@ -11,7 +11,7 @@ ARGS ?=
 variant = $(if $(FREETHREADED),freethreaded+,)$(1)
 build = $(PYFREIGHT) build --python $(PYTHON) --target $(TARGET) --options $(call variant,$(1)) $(ARGS)
 
-.PHONY: setup images fetch deps test test-unit lint clean \
+.PHONY: setup images fetch deps test test-unit lint clean bench \
 	linux-x86_64-noopt linux-x86_64-debug linux-x86_64-lto linux-x86_64-pgo
 
 setup:
@@ -50,6 +50,10 @@ linux-x86_64-lto: setup
 # The default distribution: PGO and LTO.
 linux-x86_64-pgo: setup
 	$(call build,pgo+lto)
+
+# Speed: pyperformance subset, our pgo+lto and noopt vs Debian's python (table + JSON).
+bench: setup
+	$(PYFREIGHT) bench --python $(PYTHON) --target $(TARGET) $(ARGS)
 
 clean:
 	rm -rf build dist

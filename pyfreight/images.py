@@ -62,7 +62,9 @@ def build_tag(spec: dict) -> str:
     return f"pyfreight-build:{_digest('build', base_tag(spec), sysroot_digest(spec), files)}"
 
 
-def _debootstrap(suite: str, variant: str, dest: Path, mirror: str, log: Path, include=()) -> None:
+def _debootstrap(
+    suite: str, variant: str, dest: Path, mirror: str, log: Path, include=(), script: str | None = None
+) -> None:
     if os.geteuid() != 0:
         raise PyfreightError(
             "making the base image and sysroot needs debootstrap as root; run as root "
@@ -75,6 +77,8 @@ def _debootstrap(suite: str, variant: str, dest: Path, mirror: str, log: Path, i
     if include:
         args.append("--include=" + ",".join(include))
     args += [suite, str(dest), mirror]
+    if script:  # a suite newer than this debootstrap knows, bootstrapped like `script`
+        args.append(f"/usr/share/debootstrap/scripts/{script}")
     say(f"  debootstrap {suite} ({variant}) from {mirror} (log: {log})")
     docker.run_logged(args, log, f"debootstrap {suite}")
 
@@ -88,16 +92,28 @@ def _apt_sources(suite: str, mirrors: DebianMirrors) -> str:
 
 def _ensure_base(spec: dict, ws: Workspace, mirrors: DebianMirrors, section: str = "base") -> str:
     """A debootstrapped Debian of spec[section], imported as an image."""
-    tag = base_tag(spec, section)
+    return _ensure_rootfs_image(base_tag(spec, section), spec[section], ws, mirrors)
+
+
+def _ensure_rootfs_image(tag: str, base: dict, ws: Workspace, mirrors: DebianMirrors) -> str:
+    """A debootstrapped Debian (suite, variant, optional include and script), imported
+    as the image `tag`."""
     if docker.image_id(tag):
         return tag
     say(f"image {tag}: building")
-    base = spec[section]
     log = ws.logs / f"image-{tag.replace(':', '-')}.log"
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="rootfs-") as tmp:
         rootfs = Path(tmp) / "rootfs"
-        _debootstrap(base["suite"], base["variant"], rootfs, mirrors.archive, log)
+        _debootstrap(
+            base["suite"],
+            base["variant"],
+            rootfs,
+            mirrors.archive,
+            log,
+            base.get("include", ()),
+            base.get("script"),
+        )
         (rootfs / "etc/apt/sources.list").write_text(_apt_sources(base["suite"], mirrors))
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
         docker.run_logged(["docker", "import", "-", tag], log, f"docker import {tag}", stdin=tar.stdout)
@@ -214,6 +230,21 @@ def ensure_runtime_image(ws: Workspace) -> str:
     if not docker.image_id(tag):
         _ensure_base(spec, ws, find_debian_mirrors(), "runtime")
     return tag
+
+
+def ensure_debian_python_image(ws: Workspace, minor: str) -> tuple[str, str] | None:
+    """An image with Debian's own CPython `minor` (the yardstick of `pyfreight bench`)
+    and the version Debian packaged, or None when images.yaml names no Debian suite
+    serving that minor version."""
+    docker.require_engine()
+    suite = load_spec().get("debian_python", {}).get(minor)
+    if suite is None:
+        return None
+    name = f"debian-python{minor}"
+    tag = _ensure_rootfs_image(f"pyfreight-{name}:{_digest(name, suite)}", suite, ws, find_debian_mirrors())
+    query = ["dpkg-query", "-W", "-f", "${Version}", f"python{minor}"]
+    version = docker.output(["docker", "run", "--rm", "--network", "none", tag, *query])
+    return tag, version.strip()
 
 
 def ensure_images(ws: Workspace) -> BuildImage:
