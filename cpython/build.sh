@@ -30,6 +30,7 @@ if [ -n "${PGO_PROFILE:-}" ]; then
   touch profile-run-stamp
 fi
 make -j"$JOBS"
+bash -euo pipefail "$RECIPE_DIR/export-build.sh"
 make install
 # The merged profile of a PGO build is an output of its own (--pgo-profile reuses it).
 if [ -f code.profclangd ]; then cp code.profclangd "$OUTPUT_DIR/pgo.profdata"; fi

@@ -31,7 +31,7 @@ from pyfreight.tarball import extract, newest_mtime, read_member, walk_sorted, w
 CPYTHON_DIR = REPO_ROOT / "cpython"
 ENTRY_SCRIPT = Path(__file__).with_name("container_entry.sh")
 # Files of cpython/ the container build uses.
-RECIPE_FILES = ("build.sh", "tkinter-tcl-library.py")
+RECIPE_FILES = ("build.sh", "export-build.sh", "print-vars.mk", "tkinter-tcl-library.py")
 # Inside the build container: where build.sh leaves outputs other than the install
 # tree (the merged PGO profile), and where a saved profile is handed in.
 OUTPUT_DIR = "/outputs"
@@ -54,6 +54,8 @@ class CPythonBuild:
     tree: Path  # the relocatable install tree (install/ of the archive-to-be)
     artifact: Path  # deterministic tar of it
     profile: Path | None  # the merged PGO profile (pgo builds only)
+    objects: Path  # the exported build folder: objects, config.c, Setup files, make's lists
+    dependencies: dict[str, Path]  # recipe name -> artifact it linked
 
 
 def load_versions() -> tuple[str, dict[str, CPythonSource]]:
@@ -114,6 +116,7 @@ def build_cpython(
     setup_local = render_setup_local(modules, extension_data, origin)
     deps = build_deps(required_recipes(modules, extension_data), target, ws, parallel=2, jobs=jobs)
     image = images.ensure_images(ws)
+    dependencies = {name: a.path for name, a in sorted(deps.artifacts.items())}
 
     args = configure_args(src.version, options)
     flags = compiler_env(options)
@@ -138,11 +141,15 @@ def build_cpython(
     artifact = ws.build / f"{stem}.tar"
     meta = ws.build / f"{stem}.json"
     profile = ws.build / f"{stem}.profdata" if options.pgo else None
-    fresh = meta.exists() and tree.is_dir() and artifact.exists() and (profile is None or profile.exists())
+    objects = ws.build / f"{stem}.build"
+    fresh = meta.exists() and tree.is_dir() and artifact.exists() and objects.is_dir()
+    fresh = fresh and (profile is None or profile.exists())
     if not force and fresh and json.loads(meta.read_text()).get("key") == key:
         say(f"cpython {src.version} {options}: up to date ({artifact.name})")
-        return CPythonBuild(src, options, target, tree, artifact, profile)
+        return CPythonBuild(src, options, target, tree, artifact, profile, objects, dependencies)
 
+    # From here on, nothing of an earlier build is trusted until the new record is written.
+    meta.unlink(missing_ok=True)
     epoch = newest_mtime(tarball) or 0
     log = ws.logs / f"{stem}.log"
     ws.scratch.mkdir(parents=True, exist_ok=True)
@@ -198,6 +205,9 @@ def build_cpython(
             if not made.is_file():
                 raise PyfreightError(f"the {options} build left no merged PGO profile; see {log}")
             made.replace(profile)
+        if objects.exists():
+            shutil.rmtree(objects)
+        shutil.move(outputs / "build", objects)
         relocate.make_relocatable(install, src.version)
         if tree.exists():
             shutil.rmtree(tree)
@@ -210,7 +220,7 @@ def build_cpython(
         meta_tmp.write_text(json.dumps(recorded))
         meta_tmp.replace(meta)
         say(f"cpython {src.version} {options}: built in {time.monotonic() - started:.0f} s")
-        return CPythonBuild(src, options, target, tree, artifact, profile)
+        return CPythonBuild(src, options, target, tree, artifact, profile, objects, dependencies)
     except BaseException:
         docker.remove_container(container)
         raise
