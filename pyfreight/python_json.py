@@ -1,0 +1,203 @@
+"""PYTHON.json: the machine-readable description of a distribution, field for field in
+python-build-standalone's format version 8, so that existing packers can read our
+archives. Every value comes from the build itself: the interpreter's own answers
+(pyfreight/checks/describe_python.py), the exported build folder (buildinfo) and
+the dependency artifacts; schema/PYTHON.json.schema.json is checked on every write."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+
+from pyfreight.buildinfo import BuildInfo
+from pyfreight.cpython_config import BuildOptions
+from pyfreight.errors import PyfreightError
+from pyfreight.paths import SCHEMA_DIR
+
+FORMAT_VERSION = "8"
+SCHEMA_FILE = SCHEMA_DIR / "PYTHON.json.schema.json"
+# Libraries every glibc system has; anything else a module links must be shipped.
+SYSTEM_LIBRARIES = frozenset({"c", "m", "pthread", "dl", "rt", "util", "crypt"})
+# CPython's own licence (the PSF licence stack), as SPDX identifiers.
+CPYTHON_LICENSES = ["Python-2.0", "CNRI-Python"]
+# Built-in modules whose code the core calls directly while it initializes (signal
+# handling, faulthandler, tracemalloc and the os layer), beyond those imported at
+# start-up (which the interpreter reports): a packer must keep all of them.
+CALLED_BY_CORE = frozenset({"_signal", "_tracemalloc", "faulthandler", "posix"})
+ELF_MAGIC = b"\x7fELF"
+BITCODE_MAGIC = b"BC\xc0\xde"
+
+
+@dataclass(frozen=True)
+class Library:
+    """A static library shipped under python/build/lib, and the recipe it came from."""
+
+    name: str  # as in -lNAME
+    path: str  # relative to python/
+    recipe: str
+    licenses: tuple[str, ...]  # SPDX expression(s) of the recipe
+    license_paths: tuple[str, ...]  # relative to python/
+
+
+@cache
+def schema() -> dict:
+    return json.loads(SCHEMA_FILE.read_text())
+
+
+def schema_errors(document: dict) -> list[str]:
+    """Every schema violation, each with the JSON path of the offending value."""
+    validator = jsonschema.Draft202012Validator(schema())
+    found = []
+    for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        found.append(f"PYTHON.json {where}: {error.message}")
+    return found
+
+
+def object_file_format(first_object: Path) -> str:
+    """What the objects are, read from their bytes: ELF, or LLVM bitcode (LTO)."""
+    magic = first_object.read_bytes()[:4]
+    if magic == ELF_MAGIC:
+        return "elf"
+    if magic == BITCODE_MAGIC:
+        from pyfreight import toolchain
+
+        return f"llvm-bitcode:{toolchain.LLVM}"
+    raise PyfreightError(f"{first_object}: neither ELF nor LLVM bitcode (magic {magic.hex()})")
+
+
+def _relative(path: str, prefix: str) -> str:
+    """An absolute path inside the install tree (mounted at `prefix` when the
+    interpreter was asked) as a path relative to python/."""
+    if path == prefix:
+        return "install"
+    if not path.startswith(prefix + "/"):
+        raise PyfreightError(f"{path} is not inside the install tree {prefix}")
+    return "install/" + path[len(prefix) + 1 :]
+
+
+def link_entry(word: str, libraries: dict[str, Library]) -> dict:
+    if word.endswith(".a"):  # an archive CPython built itself (HACL*)
+        name = Path(word).name.removeprefix("lib").removesuffix(".a")
+        return {"name": name, "path_static": f"build/{word}"}
+    name = word.removeprefix("-l")
+    if name in libraries:
+        return {"name": name, "path_static": libraries[name].path}
+    if name in SYSTEM_LIBRARIES:
+        return {"name": name, "system": True}
+    raise PyfreightError(
+        f"the build links -l{name}, which is neither a system library "
+        f"({', '.join(sorted(SYSTEM_LIBRARIES))}) nor a static library of a dependency recipe"
+    )
+
+
+TEST_FOLDERS = frozenset({"test", "tests", "idle_test"})
+
+
+def stdlib_test_packages(stdlib: Path) -> list[str]:
+    """Dotted names of the stdlib's test packages (test, idlelib.idle_test, …), outermost only."""
+    found = []
+    for init in sorted(stdlib.rglob("__init__.py")):
+        package = init.parent.relative_to(stdlib)
+        names = package.parts
+        if names[-1] in TEST_FOLDERS and not set(names[:-1]) & (TEST_FOLDERS | {"site-packages"}):
+            found.append(".".join(names))
+    return sorted(found)
+
+
+def inittab_cflags(options: BuildOptions) -> list[str]:
+    """Flags to compile a config.c against the archive's headers (pyconfig.h carries
+    the ABI: free-threading, debug); NDEBUG as the build used it."""
+    return ["-std=c11", "-DPy_BUILD_CORE"] + ([] if options.base == "debug" else ["-DNDEBUG"])
+
+
+def describe(
+    *,
+    facts: dict,
+    info: BuildInfo,
+    options: BuildOptions,
+    target: str,
+    python_exe: str,
+    tree: Path,
+    libraries: dict[str, Library],
+    required_at_startup: set[str],
+    object_format: str,
+    glibc_max: tuple[int, ...],
+    cpython_license_path: str,
+    tcl_paths: list[str],
+    run_tests: str,
+) -> dict:
+    """The PYTHON.json document (not yet written); raises when it breaks the schema."""
+    prefix = facts["prefix"]
+    config = facts["config_vars"]
+    paths = {k: _relative(v, prefix) for k, v in sorted(facts["paths"].items())}
+    extensions = {}
+    for name, module in sorted(info.modules.items()):
+        links = [link_entry(w, libraries) for w in module.link_flags]
+        variant: dict = {
+            "in_core": module.in_core,
+            "init_fn": module.init_fn,
+            "links": links,
+            "objs": [f"build/{o}" for o in module.objs],
+            "required": name in required_at_startup or name in CALLED_BY_CORE,
+            "variant": "default",
+        }
+        shipped = [libraries[link["name"]] for link in links if link["name"] in libraries]
+        if shipped:
+            variant["licenses"] = sorted({lic for lib in shipped for lic in lib.licenses})
+            variant["license_paths"] = sorted({p for lib in shipped for p in lib.license_paths})
+        extensions[name] = [variant]
+    static_lib = f"{_relative(config['LIBPL'], prefix)}/{config['LIBRARY']}"
+    document = {
+        "version": FORMAT_VERSION,
+        "target_triple": target,
+        "optimizations": options.base,
+        "build_options": str(options),
+        "python_tag": "cp" + facts["python_major_minor_version"].replace(".", ""),
+        "python_abi_tag": facts["python_abi_tag"],
+        "python_platform_tag": facts["python_platform_tag"],
+        "python_version": facts["python_version"],
+        "python_major_minor_version": facts["python_major_minor_version"],
+        "python_implementation_cache_tag": facts["python_implementation_cache_tag"],
+        "python_implementation_hex_version": facts["python_implementation_hex_version"],
+        "python_implementation_name": facts["python_implementation_name"],
+        "python_implementation_version": facts["python_implementation_version"],
+        "python_bytecode_magic_number": facts["python_bytecode_magic_number"],
+        "python_exe": python_exe,
+        "python_paths": paths,
+        "python_paths_abstract": dict(sorted(facts["paths_abstract"].items())),
+        "python_config_vars": config,
+        "python_stdlib_platform_config": _relative(config["LIBPL"], prefix),
+        "python_stdlib_test_packages": stdlib_test_packages(tree / paths["stdlib"].removeprefix("install/")),
+        "python_suffixes": facts["python_suffixes"],
+        "python_symbol_visibility": "global-default",
+        # Built-in modules, and extension modules from wheels (dynamic glibc build).
+        "python_extension_module_loading": ["builtin", "shared-library"],
+        "libpython_link_mode": "static",
+        "crt_features": ["glibc-dynamic", "glibc-max-symbol-version:" + ".".join(map(str, glibc_max))],
+        "run_tests": run_tests,
+        "build_info": {
+            "core": {
+                "objs": [f"build/{o}" for o in info.core_objs],
+                "links": [link_entry(w, libraries) for w in info.core_link_flags],
+                "static_lib": static_lib,
+            },
+            "extensions": extensions,
+            "inittab_object": "build/Modules/config.o",
+            "inittab_source": "build/Modules/config.c",
+            "inittab_cflags": inittab_cflags(options),
+            "object_file_format": object_format,
+        },
+        "licenses": CPYTHON_LICENSES,
+        "license_path": cpython_license_path,
+        "tcl_library_path": "install/lib",
+        "tcl_library_paths": tcl_paths,
+    }
+    problems = schema_errors(document)
+    if problems:
+        raise PyfreightError("PYTHON.json does not match its schema:\n  " + "\n  ".join(problems[:20]))
+    return document
