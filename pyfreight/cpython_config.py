@@ -96,5 +96,8 @@ def compiler_env(options: BuildOptions) -> dict[str, str]:
         "LDFLAGS": RECORDED_LDFLAGS,
         "CPPFLAGS": f"-I{toolchain.PREFIX}/include",
         "CFLAGS_NODIST": f"-ffile-prefix-map={toolchain.WORK_DIR}=.",
-        "LDFLAGS_NODIST": f"-fuse-ld=lld -L{toolchain.PREFIX}/lib",
+        # --exclude-libs: nothing of a static library (OpenSSL's assembly routines
+        # ignore -fvisibility=hidden) is exported from the interpreter, whose own
+        # objects stay exported (-export-dynamic) for extension modules.
+        "LDFLAGS_NODIST": f"-fuse-ld=lld -L{toolchain.PREFIX}/lib -Wl,--exclude-libs,ALL",
     }

@@ -125,9 +125,30 @@ def make_relocatable(tree: Path, version: str) -> None:
         setup.write_text(scrub_flags(setup.read_text()))
     for build_details in sorted((tree / "lib" / python).glob("build-details.json")):
         build_details.write_text(scrub_flags(build_details.read_text()))
+    _link_duplicate_static_library(tree, python)
+    _link_python_names(tree, python)
     leftovers = find_build_paths(tree)
     if leftovers:
         raise PyfreightError("build-time paths remain in the install tree:\n  " + "\n  ".join(leftovers[:30]))
+
+
+def _link_python_names(tree: Path, python: str) -> None:
+    """bin/python3 and bin/python name the interpreter too (make install makes only
+    python3), as installers and users expect of a standalone Python."""
+    for name in ("python3", "python"):
+        link = tree / "bin" / name
+        if not link.exists() and not link.is_symlink():
+            link.symlink_to(python)
+
+
+def _link_duplicate_static_library(tree: Path, python: str) -> None:
+    """`make install` puts libpython's static library both in lib/ and in the config
+    folder (LIBPL); keep one copy, the other a relative symlink to it."""
+    for copy in sorted((tree / "lib").glob("libpython3*.a")):
+        for original in sorted((tree / "lib" / python).glob(f"config-*/{copy.name}")):
+            if not copy.is_symlink() and copy.read_bytes() == original.read_bytes():
+                copy.unlink()
+                copy.symlink_to(original.relative_to(copy.parent))
 
 
 def find_build_paths(tree: Path) -> list[str]:

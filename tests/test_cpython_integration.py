@@ -42,6 +42,7 @@ def test_layout_and_artifact(build):
     tree = build.tree
     for path in (
         "bin/python3",
+        "bin/python",
         "bin/python3.14",
         "lib/python3.14/os.py",
         "include/python3.14/Python.h",
