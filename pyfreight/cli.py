@@ -101,6 +101,24 @@ def cmd_build(args: argparse.Namespace) -> None:
 
         if not check_install(result.tree, default_workspace()):
             raise PyfreightError(f"{result.tree}: the install tree failed checks (see above)")
+    if args.dist:
+        _write_dist(result, args.release)
+
+
+def _write_dist(build, release: str | None) -> None:
+    from pyfreight.distribution import write_distribution
+
+    ws = default_workspace()
+    dist = write_distribution(build, ws, ws.dist, release=release)
+    for path in (dist.full, dist.install_only, dist.install_only_stripped):
+        print(f"{path.stat().st_size / 1e6:8.1f} MB  {path}")
+
+
+def cmd_dist(args: argparse.Namespace) -> None:
+    from pyfreight.cpython import build_cpython
+
+    build = build_cpython(args.python, args.options, args.target, default_workspace(), jobs=args.jobs)
+    _write_dist(build, args.release)
 
 
 def cmd_check_install(args: argparse.Namespace) -> None:
@@ -116,6 +134,37 @@ def cmd_bench(args: argparse.Namespace) -> None:
     only = [n for n in (args.only or "").split(",") if n]
     path = run_bench(default_workspace(), args.python, args.target, args.jobs, only, fast=not args.rigorous)
     print(f"saved: {path} (and {path.with_suffix('.txt').name})")
+
+
+def cmd_validate(args: argparse.Namespace) -> None:
+    from pyfreight.validate import validate
+
+    failed = 0
+    for archive in args.archives:
+        problems = validate(Path(archive))
+        for problem in problems:
+            print(f"FAIL  {problem}")
+        print(f"{archive}: {'passed' if not problems else f'{len(problems)} problem(s)'}")
+        failed += bool(problems)
+    if failed:
+        raise PyfreightError(f"{failed} archive(s) failed validation")
+
+
+def cmd_test_dist(args: argparse.Namespace) -> None:
+    from pyfreight.test_dist import check_distribution
+
+    for archive in args.archives:
+        if not check_distribution(Path(archive), default_workspace(), tests=args.tests):
+            raise PyfreightError(f"{archive}: the distribution failed its checks (see above)")
+
+
+def cmd_reproduce(args: argparse.Namespace) -> None:
+    from pyfreight.reproduce import reproduce
+
+    result = reproduce(Path(args.archive), default_workspace(), jobs=args.jobs)
+    if not result.identical:
+        raise PyfreightError(f"{args.archive}: not reproduced; first difference: {result.first_difference}")
+    print(f"{args.archive}: reproduced, byte for byte identical")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -168,12 +217,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs")
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
     p.add_argument("--no-check", dest="check", action="store_false", help="skip check-install afterwards")
+    p.add_argument("--no-dist", dest="dist", action="store_false", help="skip writing the archives to dist/")
+    p.add_argument("--release", help="the {release} of the archive names (default: source date, YYYYMMDD)")
     p.add_argument(
         "--pgo-profile",
         metavar="FILE",
         help="pgo builds: rebuild from this merged profile (kept by an earlier build) without training",
     )
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser(
+        "dist", help="write the distribution archives of a build to dist/ (building it if needed)"
+    )
+    p.add_argument("--python", default=None, help="minor version, e.g. 3.13 (default: 3.14)")
+    p.add_argument("--options", default="pgo+lto", help="the build's options (default: %(default)s)")
+    p.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(toolchain.TARGET_TRIPLES))
+    p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs for builds")
+    p.add_argument("--release", help="the {release} of the archive names (default: source date, YYYYMMDD)")
+    p.set_defaults(func=cmd_dist)
 
     p = sub.add_parser("check-install", help="check an install tree in a clean older Debian")
     p.add_argument("tree", help="the install tree (e.g. build/cpython-3.14.7-noopt-…)")
@@ -184,6 +245,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="CPython's test suite: the subset in cpython/test-suite.yaml, all of it, or none",
     )
     p.set_defaults(func=cmd_check_install)
+
+    p = sub.add_parser("validate", help="static checks of distribution archives (layout, PYTHON.json, ELF)")
+    p.add_argument("archives", nargs="+", metavar="ARCHIVE")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("test-dist", help="unpack distribution archives and run the product checks on them")
+    p.add_argument("archives", nargs="+", metavar="ARCHIVE")
+    p.add_argument(
+        "--tests", choices=["subset", "full", "none"], default="subset", help="CPython's test suite"
+    )
+    p.set_defaults(func=cmd_test_dist)
+
+    p = sub.add_parser("reproduce", help="rebuild a full archive from scratch and compare it byte for byte")
+    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs for builds")
+    p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser(
         "bench", help="pyperformance subset: our pgo+lto and noopt builds vs Debian's python (table + JSON)"

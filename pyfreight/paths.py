@@ -19,6 +19,7 @@ class Workspace:
     """The output folders of one build tree (build/ and dist/)."""
 
     build: Path
+    dist: Path = REPO_ROOT / "dist"
 
     @property
     def downloads(self) -> Path:
@@ -42,6 +43,11 @@ class Workspace:
 
 
 def default_workspace() -> Workspace:
-    """build/ beside the repository, or PYFREIGHT_BUILD_DIR when set (tests use it)."""
-    override = os.environ.get("PYFREIGHT_BUILD_DIR")
-    return Workspace(Path(override).resolve() if override else REPO_ROOT / "build")
+    """build/ and dist/ beside the repository, or PYFREIGHT_BUILD_DIR and
+    PYFREIGHT_DIST_DIR when set."""
+    build = os.environ.get("PYFREIGHT_BUILD_DIR")
+    dist = os.environ.get("PYFREIGHT_DIST_DIR")
+    return Workspace(
+        Path(build).resolve() if build else REPO_ROOT / "build",
+        Path(dist).resolve() if dist else REPO_ROOT / "dist",
+    )

@@ -1,0 +1,103 @@
+"""`pyfreight reproduce ARCHIVE`: rebuilds a full archive from scratch in a fresh build
+folder (the dependencies, CPython and the archives), reusing only the verified
+downloads and, for pgo builds, the profile the archive carries, then compares the
+result with ARCHIVE byte for byte and names the first member that differs."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyfreight.cpython import build_cpython
+from pyfreight.distribution import write_distribution
+from pyfreight.errors import PyfreightError
+from pyfreight.logs import say
+from pyfreight.paths import Workspace
+from pyfreight.tarball import open_tar
+
+FULL_NAME = re.compile(
+    r"^cpython-(?P<version>3\.\d+\.\d+[a-z0-9]*)\+(?P<release>[^-]+)-(?P<target>.+)-(?P<options>[a-z+]+)-full\.tar\.zst$"
+)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    identical: bool
+    first_difference: str | None  # a member name, or what differs about the archives
+
+
+def parse_name(archive: Path) -> dict[str, str]:
+    match = FULL_NAME.match(archive.name)
+    if not match:
+        raise PyfreightError(
+            f"{archive.name} is not a full archive name (cpython-VERSION+RELEASE-TRIPLE-OPTIONS-full.tar.zst)"
+        )
+    return match.groupdict()
+
+
+def _member_digests(archive: Path) -> list[tuple[str, str]]:
+    """(name, digest of type, mode, link target and content) of every member, in order."""
+    found = []
+    with open_tar(archive) as tar:
+        for member in tar:
+            digest = hashlib.sha256(f"{member.type}{member.mode}{member.linkname}{member.mtime}".encode())
+            if member.isreg():
+                fh = tar.extractfile(member)
+                assert fh is not None
+                while chunk := fh.read(1 << 20):
+                    digest.update(chunk)
+            found.append((member.name, digest.hexdigest()))
+    return found
+
+
+def compare(first: Path, second: Path) -> Comparison:
+    if first.read_bytes() == second.read_bytes():
+        return Comparison(True, None)
+    a, b = _member_digests(first), _member_digests(second)
+    for (name_a, digest_a), (name_b, digest_b) in zip(a, b, strict=False):
+        if name_a != name_b:
+            return Comparison(False, f"member order or names differ: {name_a} / {name_b}")
+        if digest_a != digest_b:
+            return Comparison(False, name_a)
+    if len(a) != len(b):
+        return Comparison(False, f"member count differs: {len(a)} / {len(b)}")
+    return Comparison(False, "the members agree; the compressed bytes differ")
+
+
+def reproduce(archive: Path, ws: Workspace, jobs: int) -> Comparison:
+    fields = parse_name(archive)
+    minor = ".".join(fields["version"].split(".")[:2])
+    ws.scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="reproduce-") as tmp:
+        fresh = Workspace(Path(tmp) / "build", Path(tmp) / "dist")
+        fresh.downloads.mkdir(parents=True)
+        for source in sorted(ws.downloads.iterdir()):  # verified again before any use
+            if source.is_file() and not source.name.startswith("."):
+                try:
+                    os.link(source, fresh.downloads / source.name)
+                except OSError:  # another file system
+                    shutil.copy(source, fresh.downloads / source.name)
+        (fresh.build / "images").mkdir()
+        profile = None
+        if "pgo" in fields["options"]:
+            profile = Path(tmp) / "pgo.profdata"
+            with open_tar(archive) as tar:
+                member = next((m for m in tar if m.name == "python/build/pgo.profdata"), None)
+                if member is None:
+                    raise PyfreightError(f"{archive.name}: a pgo build without python/build/pgo.profdata")
+                fh = tar.extractfile(member)
+                assert fh is not None
+                profile.write_bytes(fh.read())
+        say(f"reproduce: rebuilding {archive.name} from scratch in {fresh.build}")
+        build = build_cpython(
+            minor, fields["options"], fields["target"], fresh, jobs=jobs, pgo_profile=profile
+        )
+        result = write_distribution(build, fresh, fresh.dist, release=fields["release"])
+        if result.full.name != archive.name:
+            raise PyfreightError(f"the rebuild is named {result.full.name}, not {archive.name}")
+        return compare(archive, result.full)

@@ -1,0 +1,48 @@
+"""`pyfreight test-dist ARCHIVE`: runs a distribution archive (full or install_only)
+the way a user meets it: unpacked, then checked by check-install in a clean container
+of another Debian release at an unusual path; for a full archive, the run_tests
+entry of its PYTHON.json runs too."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from pyfreight import docker
+from pyfreight.check_install import check_install
+from pyfreight.errors import PyfreightError
+from pyfreight.images import ensure_runtime_image
+from pyfreight.logs import say
+from pyfreight.paths import Workspace
+from pyfreight.tarball import open_tar
+
+MOUNT = "/srv/unpacked dist/python"  # a space, and not where check-install puts trees
+RUN_TESTS_ARGS = ["test_json", "test_zlib"]  # quick: proves the entry point runs the suite
+
+
+def check_distribution(archive: Path, ws: Workspace, tests: str = "subset") -> bool:
+    ws.scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="test-dist-") as tmp:
+        with open_tar(archive) as tar:
+            tar.extractall(tmp, filter="data")
+        root = Path(tmp) / "python"
+        document_path = root / "PYTHON.json"
+        full = document_path.is_file()
+        tree = root / "install" if full else root
+        if not (tree / "bin").is_dir():
+            raise PyfreightError(f"{archive}: no python/bin or python/install/bin inside; not a distribution")
+        say(f"test-dist: {archive.name} ({'full' if full else 'install_only'})")
+        passed = check_install(tree, ws, tests=tests)
+        if full:
+            document = json.loads(document_path.read_text())
+            script = f"{MOUNT}/{document['run_tests']}"
+            python = f"{MOUNT}/{document['python_exe']}"
+            args = ["docker", "run", "--rm", "--network", "none", "-v", f"{root}:{MOUNT}:ro",
+                    ensure_runtime_image(ws), python, script, *RUN_TESTS_ARGS]  # fmt: skip
+            say(f"test-dist: run_tests ({document['run_tests']} {' '.join(RUN_TESTS_ARGS)})")
+            ran = subprocess.run(args, env=docker.DOCKER_ENV)
+            print(f"{'PASS' if ran.returncode == 0 else 'FAIL'}  run_tests entry of PYTHON.json")
+            passed = passed and ran.returncode == 0
+    return passed

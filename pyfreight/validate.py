@@ -1,0 +1,294 @@
+"""`pyfreight validate ARCHIVE`: static checks of a distribution archive (full or
+install_only). Every problem is reported, each with the member it concerns; nothing
+is run. The archive is read once for its structure and unpacked (only after the
+structure is known to be safe) for the content checks."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.constants import P_FLAGS
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from pyfreight.elfcheck import ALLOWED_NEEDED, elf_facts
+from pyfreight.python_json import schema_errors
+from pyfreight.relocate import find_build_paths
+from pyfreight.sbom import sbom_errors
+from pyfreight.tarball import open_tar
+
+FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
+# Per target: the ELF machine, and the newest glibc symbol version allowed (the
+# target's floor is bullseye's glibc 2.31; lower it here when the sysroot moves back).
+TARGETS = {"x86_64-unknown-linux-gnu": {"machine": "EM_X86_64", "glibc": (2, 31)}}
+# Extension modules allowed as shared libraries: none, every module is built in.
+ALLOWED_SHARED_EXTENSIONS: frozenset[str] = frozenset()
+# Symbols of bundled libraries that must not be exported by the interpreter (they
+# would clash with, or be interposed by, other copies loaded into the process).
+BUNDLED_SYMBOL_PREFIXES = (
+    "SSL_", "EVP_", "OPENSSL_", "CRYPTO_", "X509_", "BIO_", "sqlite3_", "ffi_", "lzma_", "ZSTD_",
+    "XML_", "mpd_", "BZ2_", "Tcl_", "Tk_", "XOpenDisplay", "xcb_", "el_", "uuid_", "deflate", "inflate",
+    "initscr", "newwin", "tgetent", "zlibVersion",
+)  # fmt: skip
+REQUIRED_EXPORTS = ("Py_Initialize", "PyList_New", "PyModule_Create2", "PyArg_ParseTuple")
+DF_BIND_NOW = 0x8
+DF_1_NOW = 0x1
+
+
+@dataclass(frozen=True)
+class Problem:
+    member: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.member}: {self.message}"
+
+
+def _structure(archive: Path) -> tuple[list[Problem], list[tarfile.TarInfo]]:
+    problems: list[Problem] = []
+    try:
+        with open_tar(archive) as tar:
+            members = list(tar)
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        return [Problem(archive.name, f"not a readable archive: {exc}")], []
+    names = {m.name for m in members}
+    for m in members:
+        parts = m.name.split("/")
+        if m.name.startswith("/") or ".." in parts:
+            problems.append(Problem(m.name, "absolute or escaping path"))
+            continue
+        if parts[0] != "python":
+            problems.append(Problem(m.name, "outside the python/ folder"))
+        if not (m.isreg() or m.isdir() or m.issym()):
+            problems.append(Problem(m.name, "not a file, folder or symlink"))
+        if m.issym():
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(m.name), m.linkname))
+            if m.linkname.startswith("/") or not target.startswith("python/"):
+                problems.append(Problem(m.name, f"symlink escapes the archive: -> {m.linkname}"))
+            elif target not in names:
+                problems.append(Problem(m.name, f"dangling symlink -> {m.linkname}"))
+    return problems, members
+
+
+def _full_layout(members: list[tarfile.TarInfo]) -> list[Problem]:
+    problems = []
+    if not members or members[0].name != "python/PYTHON.json":
+        first = members[0].name if members else "(empty archive)"
+        problems.append(Problem(first, "the first member must be python/PYTHON.json"))
+    for top in sorted({m.name.split("/")[1] for m in members if m.name.count("/") >= 1} - FULL_TOP_LEVEL):
+        problems.append(Problem(f"python/{top}", "unexpected entry at the top of python/"))
+    return problems
+
+
+def _python_json(root: Path) -> tuple[dict | None, list[Problem]]:
+    path = root / "PYTHON.json"
+    try:
+        document = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None, [Problem("python/PYTHON.json", "missing")]
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None, [Problem("python/PYTHON.json", f"not valid JSON: {exc}")]
+    problems = [
+        Problem("python/PYTHON.json", e.removeprefix("PYTHON.json ")) for e in schema_errors(document)
+    ]
+    if not isinstance(document, dict):
+        return None, problems
+    for where, rel in _referenced_paths(document):
+        if not (root / rel).exists() and not (root / rel).is_symlink():
+            problems.append(Problem(f"python/{rel}", f"named by PYTHON.json {where} but not in the archive"))
+    for name, variants in (document.get("build_info", {}).get("extensions") or {}).items():
+        for variant in variants if isinstance(variants, list) else []:
+            shipped = [
+                link
+                for link in variant.get("links", [])
+                if str(link.get("path_static", "")).startswith("build/lib/")
+            ]
+            if shipped and not variant.get("license_paths"):
+                problems.append(
+                    Problem(
+                        "python/PYTHON.json", f"extension {name} links {shipped[0]['name']} without licenses"
+                    )
+                )
+    return document, problems
+
+
+def _referenced_paths(document: dict) -> list[tuple[str, str]]:
+    found = []
+    for key in (
+        "python_exe",
+        "python_stdlib_platform_config",
+        "run_tests",
+        "license_path",
+        "tcl_library_path",
+    ):
+        if isinstance(document.get(key), str):
+            found.append((key, document[key]))
+    for key, value in (document.get("python_paths") or {}).items():
+        found.append((f"python_paths.{key}", value))
+    info = document.get("build_info") or {}
+    core = info.get("core") or {}
+    found += [("build_info.core.objs", o) for o in core.get("objs", [])]
+    found += [("build_info.core.static_lib", core["static_lib"])] if "static_lib" in core else []
+    found += [(f"build_info.{k}", info[k]) for k in ("inittab_object", "inittab_source") if k in info]
+    for name, variants in (info.get("extensions") or {}).items():
+        for variant in variants if isinstance(variants, list) else []:
+            found += [(f"extension {name} objs", o) for o in variant.get("objs", [])]
+            found += [(f"extension {name} license_paths", p) for p in variant.get("license_paths", [])]
+            found += [(f"extension {name} links", link["path_static"]) for link in variant.get("links", [])
+                      if "path_static" in link]  # fmt: skip
+    return [(w, p) for w, p in found if isinstance(p, str)]
+
+
+def _licenses(root: Path) -> list[Problem]:
+    sbom_path = root / "licenses" / "sbom.cdx.json"
+    if not sbom_path.is_file():
+        return [Problem("python/licenses/sbom.cdx.json", "missing")]
+    try:
+        sbom = json.loads(sbom_path.read_text())
+    except json.JSONDecodeError as exc:
+        return [Problem("python/licenses/sbom.cdx.json", f"not valid JSON: {exc}")]
+    problems = [Problem("python/licenses/sbom.cdx.json", e.split(" ", 1)[1]) for e in sbom_errors(sbom)]
+    for component in sbom.get("components", []):
+        folder = root / "licenses" / component.get("name", "?")
+        if not folder.is_dir() or not any(p.is_file() for p in folder.rglob("*")):
+            problems.append(
+                Problem(
+                    f"python/licenses/{component.get('name')}/", "no license text for a bundled component"
+                )
+            )
+    return problems
+
+
+def _elf_problems(path: Path, member: str, target: str) -> list[Problem]:
+    spec = TARGETS[target]
+    facts = elf_facts(path, path.parent)
+    if facts is None:
+        return []
+    problems = []
+    extra = sorted(set(facts.needed) - ALLOWED_NEEDED)
+    if extra:
+        problems.append(Problem(member, f"needs libraries outside the allow-list: {', '.join(extra)}"))
+    if facts.glibc and facts.glibc > spec["glibc"]:
+        newest, ceiling = (".".join(map(str, v)) for v in (facts.glibc, spec["glibc"]))
+        problems.append(Problem(member, f"needs GLIBC_{newest}, newer than {ceiling} allowed for {target}"))
+    with path.open("rb") as fh:
+        try:
+            elf = ELFFile(fh)
+        except ELFError as exc:
+            return [*problems, Problem(member, f"unreadable ELF: {exc}")]
+        if elf["e_machine"] != spec["machine"]:
+            problems.append(Problem(member, f"machine {elf['e_machine']}, not {spec['machine']} ({target})"))
+        if elf["e_type"] not in ("ET_EXEC", "ET_DYN"):
+            return problems  # an object file (e.g. the config folder's python.o): nothing runs it as is
+        problems += _hardening(elf, member)
+        exported = _exported_symbols(elf)
+    bundled = sorted(s for s in exported if s.startswith(BUNDLED_SYMBOL_PREFIXES))
+    if bundled:
+        problems.append(Problem(member, f"exports symbols of bundled libraries: {', '.join(bundled[:5])}"))
+    if Path(member).name.startswith("python3") and "/bin/" in member:
+        missing = [s for s in REQUIRED_EXPORTS if s not in exported]
+        if missing:
+            problems.append(
+                Problem(member, f"does not export the C API extension modules need: {', '.join(missing)}")
+            )
+    return problems
+
+
+def _hardening(elf: ELFFile, member: str) -> list[Problem]:
+    problems = []
+    segments = {seg["p_type"]: seg for seg in elf.iter_segments()}
+    stack = segments.get("PT_GNU_STACK")
+    if stack is None or stack["p_flags"] & P_FLAGS.PF_X:
+        problems.append(Problem(member, "executable stack (no non-executable PT_GNU_STACK)"))
+    if "PT_GNU_RELRO" not in segments:
+        problems.append(Problem(member, "no RELRO segment"))
+    dynamic = next((s for s in elf.iter_sections() if isinstance(s, DynamicSection)), None)
+    if dynamic is not None:
+        tags = {t.entry.d_tag: t.entry.d_val for t in dynamic.iter_tags()}
+        if "DT_TEXTREL" in tags:
+            problems.append(Problem(member, "text relocations (DT_TEXTREL)"))
+        now = (
+            tags.get("DT_FLAGS", 0) & DF_BIND_NOW
+            or tags.get("DT_FLAGS_1", 0) & DF_1_NOW
+            or "DT_BIND_NOW" in tags
+        )
+        if not now:
+            problems.append(Problem(member, "no BIND_NOW (full RELRO needs -z now)"))
+    return problems
+
+
+def _exported_symbols(elf: ELFFile) -> set[str]:
+    table = elf.get_section_by_name(".dynsym")
+    if not isinstance(table, SymbolTableSection):
+        return set()
+    return {
+        sym.name
+        for sym in table.iter_symbols()
+        if sym["st_shndx"] != "SHN_UNDEF"
+        and sym["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")
+        and sym["st_other"]["visibility"] in ("STV_DEFAULT", "STV_PROTECTED")
+    }
+
+
+def _install_tree(install: Path, prefix: str, target: str) -> list[Problem]:
+    problems = []
+    for path in sorted(install.rglob("*")):
+        rel = f"{prefix}/{path.relative_to(install)}"
+        if path.is_file() and not path.is_symlink():
+            problems += _elf_problems(path, rel, target)
+            extension = path.name.endswith(".so") and "site-packages" not in path.parts
+            if extension and path.name.split(".")[0] not in ALLOWED_SHARED_EXTENSIONS:
+                problems.append(
+                    Problem(rel, "an extension module as a shared library (all must be built in)")
+                )
+    for leak in find_build_paths(install):
+        member, _, detail = leak.partition(": ")
+        problems.append(Problem(f"{prefix}/{member}", f"build-time path: {detail}"))
+    bin_dir = install / "bin"
+    links = [bin_dir / "python", bin_dir / "python3"]
+    if not all(p.is_symlink() for p in links):
+        problems.append(Problem(f"{prefix}/bin/python", "bin/python and bin/python3 must be symlinks"))
+    elif links[0].resolve() != links[1].resolve() or not links[0].resolve().is_file():
+        problems.append(
+            Problem(f"{prefix}/bin/python", "bin/python and bin/python3 point to different interpreters")
+        )
+    return problems
+
+
+def validate(archive: Path, target: str | None = None) -> list[Problem]:
+    """Every problem of `archive` (an empty list: it passed)."""
+    problems, members = _structure(archive)
+    if not members:
+        return problems
+    full = members[0].name == "python/PYTHON.json" or "-full." in archive.name
+    if full:
+        problems += _full_layout(members)
+    if any(p.message.startswith(("absolute", "symlink escapes", "outside", "not a file")) for p in problems):
+        return problems  # unsafe to unpack: report what was found
+    with tempfile.TemporaryDirectory(prefix="pyfreight-validate-") as tmp:
+        with open_tar(archive) as tar:
+            tar.extractall(tmp, filter="data")
+        root = Path(tmp) / "python"
+        if full:
+            document, found = _python_json(root)
+            problems += found
+            target = target or (document or {}).get("target_triple")
+            problems += _licenses(root)
+            install, prefix = root / "install", "python/install"
+        else:
+            install, prefix = root, "python"
+        target = target or "x86_64-unknown-linux-gnu"
+        if target not in TARGETS:
+            return [
+                *problems,
+                Problem("python/PYTHON.json", f"unknown target {target}; known: {', '.join(TARGETS)}"),
+            ]
+        problems += _install_tree(install, prefix, target)
+    return problems

@@ -1,0 +1,111 @@
+"""The distribution archives of a real CPython 3.14 noopt build: layout, PYTHON.json
+against its schema and the archive's own members, validate and test-dist on them,
+and the same bytes when everything is rebuilt from scratch."""
+
+from __future__ import annotations
+
+import os
+import tarfile
+
+import pytest
+
+from pyfreight.cpython import build_cpython
+from pyfreight.distribution import write_distribution
+from pyfreight.paths import DEFAULT_TARGET, default_workspace
+from pyfreight.python_json import schema_errors
+from pyfreight.reproduce import reproduce
+from pyfreight.tarball import members as archive_members
+from pyfreight.test_dist import check_distribution
+from pyfreight.validate import validate
+
+pytestmark = pytest.mark.container
+
+
+@pytest.fixture(scope="module")
+def build():
+    return build_cpython("3.14", "noopt", DEFAULT_TARGET, default_workspace(), jobs=os.cpu_count() or 1)
+
+
+@pytest.fixture(scope="module")
+def dist(build, tmp_path_factory):
+    return write_distribution(build, default_workspace(), tmp_path_factory.mktemp("dist"))
+
+
+def _paths_in(value, key=""):
+    """Every string of PYTHON.json that names a file or folder of the archive."""
+    path_keys = ("python_exe", "objs", "path_static", "license_paths", "license_path", "inittab_object",
+                 "inittab_source", "static_lib", "run_tests", "python_stdlib_platform_config",
+                 "tcl_library_path", "python_paths")  # fmt: skip
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths_in(v, k if k in path_keys else key)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _paths_in(v, key)
+    elif isinstance(value, str) and key:
+        yield value
+
+
+def test_full_archive_layout_and_python_json(dist):
+    members = archive_members(dist.full)
+    names = [m.name for m in members]
+    assert names[0] == "python/PYTHON.json"
+    assert names[1:] == sorted(names[1:])
+    assert {n.split("/")[1] for n in names if n.count("/") >= 1} == {
+        "PYTHON.json",
+        "install",
+        "build",
+        "licenses",
+    }
+    assert all(m.uid == 0 and m.gid == 0 and m.uname == "" for m in members)
+    assert len({m.mtime for m in members}) == 1
+    document = dist.python_json
+    assert schema_errors(document) == []
+    missing = sorted({p for p in _paths_in(document) if f"python/{p}" not in set(names)})
+    assert missing == []
+    assert document["python_exe"] == "install/bin/python3.14"
+    assert document["build_info"]["object_file_format"] == "elf"
+    extensions = document["build_info"]["extensions"]
+    assert extensions["_ssl"][0]["links"][0] == {"name": "ssl", "path_static": "build/lib/libssl.a"}
+    assert extensions["_ssl"][0]["licenses"] == ["Apache-2.0"]
+    assert extensions["sys"][0] == {"in_core": True, "init_fn": "NULL", "links": [], "objs": [],
+                                    "required": True, "variant": "default"}  # fmt: skip
+    assert extensions["_io"][0]["required"] and not extensions["_sqlite3"][0]["required"]
+    # every shipped library a module links comes with its license
+    for name, (variant,) in extensions.items():
+        if any(
+            "path_static" in link and link["path_static"].startswith("build/lib/")
+            for link in variant["links"]
+        ):
+            assert variant.get("license_paths"), name
+
+
+def test_install_only_archives(dist):
+    with tarfile.open(dist.install_only) as tar:
+        names = tar.getnames()
+    assert "python/bin/python3.14" in names and "python/lib/python3.14/os.py" in names
+    assert not [n for n in names if n.endswith(".a") or "PYTHON.json" in n]
+    with tarfile.open(dist.install_only_stripped) as tar:
+        stripped = tar.getnames()
+    assert "python/lib/python3.14/test/__init__.py" in names
+    assert not [n for n in stripped if n.startswith("python/lib/python3.14/test/")]
+    assert dist.install_only_stripped.stat().st_size < dist.install_only.stat().st_size
+
+
+def test_archives_validate(dist):
+    for archive in (dist.full, dist.install_only, dist.install_only_stripped):
+        assert [str(p) for p in validate(archive)] == [], archive.name
+
+
+def test_full_and_install_only_archives_run(dist, capfd):
+    for archive in (dist.full, dist.install_only):
+        assert check_distribution(archive, default_workspace(), tests="none"), archive.name
+    out = capfd.readouterr().out
+    assert "PASS  run_tests entry of PYTHON.json" in out and "FAIL" not in out
+
+
+def test_noopt_archive_is_reproduced_from_scratch(dist):
+    """Everything rebuilt in a fresh build folder from the downloads alone gives the
+    same bytes."""
+    result = reproduce(dist.full, default_workspace(), jobs=os.cpu_count() or 1)
+    assert result.identical, result.first_difference

@@ -1,0 +1,134 @@
+"""`pyfreight validate` on deliberately broken archives: each fault is reported, with
+the member it concerns. (A real archive passing every check is proven by the
+container test of the distribution.)"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from pyfreight.validate import validate
+
+HOST_BINARY = Path(shutil.which("ls") or "/bin/ls")  # built against the host's newer glibc
+
+
+def _archive(path: Path, files: dict[str, bytes | str], symlinks: dict[str, str] | None = None) -> Path:
+    """A .tar.gz with `files` (name -> content) and `symlinks` (name -> target), in
+    the given order."""
+    with tarfile.open(path, "w:gz") as tar:
+        for name, content in files.items():
+            data = content.encode() if isinstance(content, str) else content
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o755
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in (symlinks or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            tar.addfile(info)
+    return path
+
+
+def _messages(problems) -> list[str]:
+    return [str(p) for p in problems]
+
+
+def _has(problems, member: str, text: str) -> bool:
+    return any(p.member == member and text in p.message for p in problems)
+
+
+def test_wrong_first_member_and_unexpected_entry(tmp_path):
+    archive = _archive(
+        tmp_path / "cpython-3.14.7+20261012-x86_64-unknown-linux-gnu-noopt-full.tar.gz",
+        {"python/install/README": "x", "python/PYTHON.json": "{}", "python/extra.txt": "x"},
+    )
+    problems = validate(archive)
+    assert _has(problems, "python/install/README", "first member must be python/PYTHON.json"), _messages(
+        problems
+    )
+    assert _has(problems, "python/extra", "unexpected entry") or _has(
+        problems, "python/extra.txt", "unexpected"
+    )
+
+
+def test_bad_json_is_reported(tmp_path):
+    archive = _archive(tmp_path / "x-full.tar.gz", {"python/PYTHON.json": "{not json"})
+    problems = validate(archive)
+    assert _has(problems, "python/PYTHON.json", "not valid JSON"), _messages(problems)
+
+
+def test_missing_object_and_schema_errors(tmp_path):
+    document = {"version": "8", "build_info": {"core": {"objs": ["build/Objects/object.o"], "links": []}}}
+    archive = _archive(tmp_path / "x-full.tar.gz", {"python/PYTHON.json": json.dumps(document)})
+    problems = validate(archive)
+    assert _has(problems, "python/build/Objects/object.o", "not in the archive"), _messages(problems)
+    assert _has(problems, "python/PYTHON.json", "is a required property")
+    assert _has(problems, "python/licenses/sbom.cdx.json", "missing")
+
+
+def test_too_new_glibc_and_missing_c_api(tmp_path):
+    archive = _archive(
+        tmp_path / "x-install_only.tar.gz",
+        {"python/bin/python3.14": HOST_BINARY.read_bytes()},
+        {"python/bin/python3": "python3.14", "python/bin/python": "python3.14"},
+    )
+    problems = validate(archive)
+    assert _has(problems, "python/bin/python3.14", "newer than 2.31 allowed"), _messages(problems)
+    assert _has(problems, "python/bin/python3.14", "does not export the C API")
+
+
+@pytest.mark.parametrize(
+    ("name", "target", "expected"),
+    [
+        ("python/../evil", None, "absolute or escaping path"),
+        ("/python/evil", None, "absolute or escaping path"),
+        ("python/bin/escape", "../../../etc/passwd", "symlink escapes"),
+        ("python/bin/abs", "/etc/passwd", "symlink escapes"),
+    ],
+)
+def test_escaping_paths_and_links(tmp_path, name, target, expected):
+    files = {} if target else {name: "x"}
+    archive = _archive(
+        tmp_path / "x-install_only.tar.gz",
+        {"python/bin/ok": "x", **files},
+        {name: target} if target else None,
+    )
+    problems = validate(archive)
+    assert _has(problems, name, expected), _messages(problems)
+
+
+SHARED_EXTENSION = "python/lib/python3.14/lib-dynload/_foo.cpython-314-x86_64-linux-gnu.so"
+
+
+def test_leaked_build_path_and_shared_extension(tmp_path):
+    archive = _archive(
+        tmp_path / "x-install_only.tar.gz",
+        {
+            "python/lib/python3.14/_sysconfigdata.py": "CC = 'clang -I/tools/deps/include'\n",
+            SHARED_EXTENSION: HOST_BINARY.read_bytes(),
+            "python/bin/python3.14": "#!/bin/sh\n",
+        },
+        {"python/bin/python3": "python3.14", "python/bin/python": "python3"},
+    )
+    problems = validate(archive)
+    member = "python/lib/python3.14/_sysconfigdata.py"
+    assert _has(problems, member, "build-time path"), _messages(problems)
+    assert _has(
+        problems, "python/lib/python3.14/lib-dynload/_foo.cpython-314-x86_64-linux-gnu.so", "shared library"
+    )
+
+
+def test_python_symlinks_must_agree(tmp_path):
+    archive = _archive(
+        tmp_path / "x-install_only.tar.gz",
+        {"python/bin/python3.14": "a", "python/bin/python3.13": "b"},
+        {"python/bin/python3": "python3.14", "python/bin/python": "python3.13"},
+    )
+    problems = validate(archive)
+    assert _has(problems, "python/bin/python", "different interpreters"), _messages(problems)
