@@ -7,11 +7,15 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyfreight import toolchain
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say
 from pyfreight.paths import DEFAULT_TARGET, default_workspace
+
+if TYPE_CHECKING:
+    from pyfreight.cpython import CPythonBuild
 
 
 def cmd_images(args: argparse.Namespace) -> None:
@@ -105,7 +109,8 @@ def cmd_build(args: argparse.Namespace) -> None:
         _write_dist(result, args.release)
 
 
-def _write_dist(build, release: str | None) -> None:
+def _write_dist(build: CPythonBuild, release: str | None) -> None:
+    """Writes the three archives of `build` to dist/ and prints their sizes."""
     from pyfreight.distribution import write_distribution
 
     ws = default_workspace()
