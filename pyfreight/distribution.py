@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyfreight import docker, images, sbom
+from pyfreight import docker, images, sbom, toolchain
 from pyfreight.buildinfo import read_build_info
 from pyfreight.cpython import CPythonBuild
 from pyfreight.elfcheck import check_tree
@@ -253,8 +253,8 @@ def _stripped_copy(tree: Path, dest: Path, test_packages: list[str], ws: Workspa
     elf_files = [f.path for f in check_tree(dest)[0]]
     image = images.ensure_images(ws)
     args = ["docker", "run", "--rm", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}",
-            "-v", f"{dest}:/tree", "-w", "/tree", image.image_id, "llvm-strip-19", "--strip-debug",
-            *elf_files]  # fmt: skip
+            "-v", f"{dest}:/tree", "-w", "/tree", image.image_id,
+            f"llvm-strip-{toolchain.LLVM}", "--strip-debug", *elf_files]  # fmt: skip
     proc = subprocess.run(args, capture_output=True, text=True, env=docker.DOCKER_ENV)
     if proc.returncode != 0:
         raise PyfreightError(f"llvm-strip failed: {proc.stderr.strip()[-1000:]}")

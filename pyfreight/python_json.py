@@ -13,6 +13,7 @@ from pathlib import Path
 
 import jsonschema
 
+from pyfreight import toolchain
 from pyfreight.buildinfo import BuildInfo
 from pyfreight.cpython_config import BuildOptions
 from pyfreight.errors import PyfreightError
@@ -64,8 +65,6 @@ def object_file_format(first_object: Path) -> str:
     if magic == ELF_MAGIC:
         return "elf"
     if magic == BITCODE_MAGIC:
-        from pyfreight import toolchain
-
         return f"llvm-bitcode:{toolchain.LLVM}"
     raise PyfreightError(f"{first_object}: neither ELF nor LLVM bitcode (magic {magic.hex()})")
 
