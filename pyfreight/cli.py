@@ -163,6 +163,27 @@ def cmd_test_dist(args: argparse.Namespace) -> None:
             raise PyfreightError(f"{archive}: the distribution failed its checks (see above)")
 
 
+def cmd_embed(args: argparse.Namespace) -> None:
+    from pyfreight.embed import embed
+
+    started = time.monotonic()
+    result = embed(
+        Path(args.archive),
+        Path(args.output),
+        selection=args.extensions,
+        cc=args.cc,
+        emit_lib=args.emit_lib,
+        keep_work=Path(args.work_dir).resolve() if args.work_dir else None,
+    )
+    say(f"embed: {time.monotonic() - started:.1f} s")
+    print(f"output:     {result.output}")
+    print(f"toolchain:  {result.toolchain}")
+    print(f"built in:   {len(result.extensions)} extension modules")
+    print(f"left out:   {', '.join(result.dropped) or '(none)'}")
+    if args.emit_lib:
+        print(f"link with:  {result.link_line}")
+
+
 def cmd_reproduce(args: argparse.Namespace) -> None:
     from pyfreight.reproduce import reproduce
 
@@ -266,6 +287,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("archive", metavar="ARCHIVE")
     p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs for builds")
     p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser(
+        "embed", help="link a custom interpreter (or static libpython) from a full archive alone"
+    )
+    p.add_argument("archive", metavar="ARCHIVE", help="a -full.tar.zst archive (or its extracted folder)")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="the executable (or library) to write"
+    )
+    p.add_argument(
+        "--extensions",
+        default="all",
+        metavar="all|minimal|no-copyleft|NAME,…",
+        help="extension modules to build in (minimal ones are always added; default: all)",
+    )
+    p.add_argument("--cc", help="C compiler driver, e.g. gcc or clang-19 (default: $CC or cc)")
+    p.add_argument("--emit-lib", action="store_true", help="stop at a self-contained static libpython")
+    p.add_argument("--work-dir", help="keep the intermediate files (config.c, objects, log) here")
+    p.set_defaults(func=cmd_embed)
 
     p = sub.add_parser(
         "bench", help="pyperformance subset: our pgo+lto and noopt builds vs Debian's python (table + JSON)"

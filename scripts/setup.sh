@@ -41,4 +41,10 @@ fi
 
 # --- Host tools --------------------------------------------------------------
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || apt_install debootstrap
+# `pyfreight embed` links on the host: gcc and binutils for any archive; clang, lld and
+# llvm of the build's LLVM for LTO (bitcode) archives; strace for the memory-importer proof.
+command -v gcc >/dev/null 2>&1 || apt_install gcc libc6-dev
+command -v clang-19 >/dev/null 2>&1 && command -v ld.lld-19 >/dev/null 2>&1 \
+  && command -v llvm-ar-19 >/dev/null 2>&1 || apt_install clang-19 lld-19 llvm-19
+command -v strace >/dev/null 2>&1 || apt_install strace
 exec scripts/ensure-docker.sh

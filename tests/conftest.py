@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import textwrap
 from pathlib import Path
 
@@ -32,6 +33,18 @@ def write_recipe(root: Path, name: str, depends=(), build: str = "true\n", **ove
     (folder / "recipe.yaml").write_text(yaml.safe_dump(data))
     (folder / "build.sh").write_text(textwrap.dedent(build))
     return folder
+
+
+@pytest.fixture(scope="session")
+def noopt_dist(tmp_path_factory):
+    """The archives of a real CPython 3.14 noopt build (built once per test session and
+    shared by the distribution and embed tests: the build is the expensive part)."""
+    from pyfreight.cpython import build_cpython
+    from pyfreight.distribution import write_distribution
+    from pyfreight.paths import DEFAULT_TARGET, default_workspace
+
+    build = build_cpython("3.14", "noopt", DEFAULT_TARGET, default_workspace(), jobs=os.cpu_count() or 1)
+    return write_distribution(build, default_workspace(), tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture

@@ -9,9 +9,7 @@ import tarfile
 
 import pytest
 
-from pyfreight.cpython import build_cpython
-from pyfreight.distribution import write_distribution
-from pyfreight.paths import DEFAULT_TARGET, default_workspace
+from pyfreight.paths import default_workspace
 from pyfreight.python_json import schema_errors
 from pyfreight.reproduce import reproduce
 from pyfreight.tarball import members as archive_members
@@ -22,13 +20,8 @@ pytestmark = pytest.mark.container
 
 
 @pytest.fixture(scope="module")
-def build():
-    return build_cpython("3.14", "noopt", DEFAULT_TARGET, default_workspace(), jobs=os.cpu_count() or 1)
-
-
-@pytest.fixture(scope="module")
-def dist(build, tmp_path_factory):
-    return write_distribution(build, default_workspace(), tmp_path_factory.mktemp("dist"))
+def dist(noopt_dist):
+    return noopt_dist
 
 
 def _paths_in(value, key=""):

@@ -10,12 +10,10 @@ import subprocess
 import sys
 import sysconfig
 
-# What the interpreter imports to start at all (isolated, without site): the built-in
-# ones among them are what a re-linked interpreter cannot leave out.
+# What the interpreter imports to start (isolated, with site, as a plain `python3 -I`
+# starts): the built-in ones among them are what a re-linked interpreter cannot leave out.
 _STARTUP = "import sys; print(' '.join(sorted(sys.modules)))"
-startup = subprocess.run(
-    [sys.executable, "-I", "-S", "-c", _STARTUP], capture_output=True, text=True, check=True
-)
+startup = subprocess.run([sys.executable, "-I", "-c", _STARTUP], capture_output=True, text=True, check=True)
 
 impl = sys.implementation
 facts = {

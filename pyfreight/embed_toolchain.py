@@ -1,0 +1,119 @@
+"""The host's C compiler, archiver and linker for `pyfreight embed`.
+
+ELF archives (noopt, pgo, debug) link with any gcc or clang and the system linker.
+LTO archives hold LLVM bitcode (object_file_format "llvm-bitcode:N"): only an LLVM
+linker of version N or newer can read it, so we link those with ld.lld whatever the
+compiler driver (gcc or clang) is, and archive them with llvm-ar, which indexes
+bitcode symbols."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyfreight.errors import PyfreightError
+
+
+@dataclass(frozen=True)
+class HostToolchain:
+    cc: tuple[str, ...]  # the compiler driver, with any arguments the user gave in --cc or CC
+    cc_description: str  # first line of `cc --version`
+    ar: str
+    nm: str
+    bitcode_llvm: str | None = None  # LLVM major version when the objects are bitcode
+    lld_dir: Path | None = None  # a folder holding an `ld.lld` for -B / -fuse-ld=lld
+    link_flags: tuple[str, ...] = field(default=())
+
+    def describe(self) -> str:
+        linker = f", ld.lld from LLVM {self.bitcode_llvm}" if self.bitcode_llvm else ""
+        return f"{self.cc_description} ({self.cc[0]}){linker}, {self.ar}"
+
+
+def bitcode_version(object_file_format: str) -> str | None:
+    """'llvm-bitcode:19' -> '19'; 'elf' -> None. Anything else is refused by name."""
+    if object_file_format == "elf":
+        return None
+    match = re.fullmatch(r"llvm-bitcode:(\d+)", object_file_format)
+    if not match:
+        raise PyfreightError(
+            f"PYTHON.json object_file_format {object_file_format!r} is not one embed knows "
+            "(elf or llvm-bitcode:N); is the archive from a newer pyfreight?"
+        )
+    return match.group(1)
+
+
+def _version_line(command: list[str]) -> str:
+    try:
+        out = subprocess.run([*command, "--version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise PyfreightError(f"{' '.join(command)} --version failed ({exc}); pass a working --cc") from exc
+    return out.splitlines()[0].strip() if out else command[0]
+
+
+def _llvm_tool(name: str, major: str) -> str | None:
+    """`name` from LLVM `major`: Debian's versioned names first, then its llvm-N folder,
+    then an unversioned tool on PATH whose --version reports a new enough LLVM."""
+    for candidate in (f"{name}-{major}", f"/usr/lib/llvm-{major}/bin/{name}"):
+        found = shutil.which(candidate)
+        if found:
+            return found
+    plain = shutil.which(name)
+    if plain:
+        try:
+            text = subprocess.run([plain, "--version"], capture_output=True, text=True).stdout
+        except OSError:
+            return None
+        version = re.search(r"(?:LLD|LLVM version)\s+(\d+)", text)
+        if version and int(version.group(1)) >= int(major):
+            return plain
+    return None
+
+
+def find_toolchain(object_file_format: str, cc: str | None, work: Path) -> HostToolchain:
+    """The tools to compile, archive and link objects of `object_file_format` on this
+    host. `cc` (or $CC, else `cc`) is the compiler driver."""
+    command = shlex.split(cc or os.environ.get("CC") or "cc")
+    if not command or not shutil.which(command[0]):
+        raise PyfreightError(
+            f"C compiler {command[0] if command else '(empty)'!r} not found: install gcc or clang "
+            "(Debian: apt-get install gcc) or name one with --cc"
+        )
+    description = _version_line(command)
+    major = bitcode_version(object_file_format)
+    if major is None:
+        ar, nm = shutil.which("ar"), shutil.which("nm")
+        if not ar or not nm:
+            raise PyfreightError("no `ar` or `nm` found: install binutils (Debian: apt-get install binutils)")
+        return HostToolchain(cc=tuple(command), cc_description=description, ar=ar, nm=nm)
+    tools = {name: _llvm_tool(name, major) for name in ("ld.lld", "llvm-ar", "llvm-nm")}
+    lld, llvm_ar, llvm_nm = tools["ld.lld"], tools["llvm-ar"], tools["llvm-nm"]
+    if not lld or not llvm_ar or not llvm_nm:
+        missing = ", ".join(name for name, found in tools.items() if not found)
+        raise PyfreightError(
+            f"this archive's objects are LLVM {major} bitcode (object_file_format llvm-bitcode:{major}, "
+            f"an LTO build): linking them needs {missing} of LLVM {major} or newer, and none was found. "
+            f"Install clang-{major}, lld-{major} and llvm-{major} (Debian: apt-get install clang-{major} "
+            f"lld-{major} llvm-{major}), or embed from an archive built without LTO (noopt or pgo)."
+        )
+    # gcc and clang both pick `ld.lld` from a -B folder with -fuse-ld=lld; a folder of our
+    # own holding that one name makes the choice exact whatever else is on PATH.
+    lld_dir = work / "lld"
+    lld_dir.mkdir(parents=True, exist_ok=True)
+    link = lld_dir / "ld.lld"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(lld)
+    return HostToolchain(
+        cc=tuple(command),
+        cc_description=description,
+        ar=llvm_ar,
+        nm=llvm_nm,
+        bitcode_llvm=major,
+        lld_dir=lld_dir,
+        link_flags=(f"-B{lld_dir}", "-fuse-ld=lld", f"-Wl,--thinlto-jobs={os.cpu_count() or 1}"),
+    )

@@ -1,0 +1,116 @@
+"""Choosing extensions, license classification, the generated inittab and the
+symbol-driven additions of `pyfreight embed`, on small PYTHON.json documents."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pyfreight.embed import generate_config_c
+from pyfreight.embed_select import is_copyleft, select_extensions
+from pyfreight.embed_symbols import Symbols, needed_by_link, read_symbols
+from pyfreight.errors import PyfreightError
+
+
+def _variant(in_core=False, required=False, init_fn="PyInit_x", objs=(), links=(), licenses=None):
+    v = {
+        "in_core": in_core,
+        "required": required,
+        "init_fn": init_fn,
+        "objs": list(objs),
+        "links": list(links),
+    }
+    if licenses is not None:
+        v["licenses"] = licenses
+    return [v]
+
+
+BUILD_INFO = {
+    "extensions": {
+        "sys": _variant(in_core=True, required=True, init_fn="NULL"),
+        "_io": _variant(required=True, init_fn="PyInit__io", objs=["build/Modules/_io.o"]),
+        "_ssl": _variant(
+            init_fn="PyInit__ssl",
+            links=[{"name": "ssl", "path_static": "build/lib/libssl.a"}],
+            licenses=["Apache-2.0"],
+        ),
+        "_gplthing": _variant(init_fn="PyInit__gplthing", licenses=["GPL-3.0-or-later"]),
+        "_zstd": _variant(init_fn="PyInit__zstd", licenses=["BSD-3-Clause OR GPL-2.0-only"]),
+    }
+}
+
+
+def _names(selection):
+    return [e.name for e in select_extensions(BUILD_INFO, selection)]
+
+
+def test_presets_and_lists_always_keep_what_starts_the_interpreter():
+    assert _names("minimal") == ["_io", "sys"]
+    assert _names("all") == ["_gplthing", "_io", "_ssl", "_zstd", "sys"]
+    assert _names("_ssl") == ["_io", "_ssl", "sys"]
+    assert _names("no-copyleft") == ["_io", "_ssl", "_zstd", "sys"]
+
+
+def test_unknown_extension_names_are_refused_with_the_known_ones():
+    with pytest.raises(PyfreightError, match=r"_nosuch.*_gplthing, _io, _ssl"):
+        _names("_ssl,_nosuch")
+
+
+@pytest.mark.parametrize(
+    ("expression", "copyleft"),
+    [
+        ("MIT", False),
+        ("GPL-2.0-only", True),
+        ("LGPL-2.1-or-later", True),
+        ("BSD-3-Clause OR GPL-2.0-only", False),
+        ("MIT AND GPL-2.0-only", True),
+        ("(MIT OR GPL-2.0-only) AND Apache-2.0", False),
+        ("(GPL-2.0-only OR LGPL-2.1-only) AND MIT", True),
+        ("GPL-2.0-only WITH Classpath-exception-2.0", True),
+        ("MPL-2.0", True),
+    ],
+)
+def test_copyleft_follows_spdx_operators(expression, copyleft):
+    assert is_copyleft(expression) is copyleft
+
+
+def test_config_c_lists_exactly_the_chosen_modules(tmp_path):
+    source = generate_config_c(select_extensions(BUILD_INFO, "_ssl"))
+    assert '{"sys", NULL},' in source and '{"_ssl", PyInit__ssl},' in source
+    assert "extern PyObject *PyInit__ssl(void);" in source and "NULL(void)" not in source
+    assert "_gplthing" not in source and "_zstd" not in source
+
+
+def test_config_c_compiles(tmp_path):
+    """The generated file is valid C against a minimal stand-in for Python.h."""
+    (tmp_path / "Python.h").write_text(
+        "#include <stddef.h>\ntypedef struct _object PyObject;\n"
+        "struct _inittab { const char *name; PyObject *(*initfunc)(void); };\n"
+    )
+    (tmp_path / "config.c").write_text(generate_config_c(select_extensions(BUILD_INFO, "all")))
+    subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", "-c", "config.c"], cwd=tmp_path, check=True)
+
+
+def test_extensions_the_core_calls_are_pulled_in():
+    core, dt, extra, other = Path("core.o"), Path("dt.o"), Path("extra.o"), Path("other.o")
+    symbols = {
+        core: Symbols(frozenset({"Py_Main"}), frozenset({"_PyDateTime_InitTypes", "printf"})),
+        dt: Symbols(frozenset({"_PyDateTime_InitTypes", "PyInit__datetime"}), frozenset({"helper"})),
+        extra: Symbols(frozenset({"helper"}), frozenset()),
+        other: Symbols(frozenset({"PyInit_other"}), frozenset()),
+    }
+    candidates = {"_datetime": [dt], "_extra": [extra], "other": [other]}
+    added = needed_by_link([], candidates, [core], symbols)
+    assert added == {"_datetime": ["_PyDateTime_InitTypes"], "_extra": ["helper"]}
+    assert needed_by_link(["_datetime", "_extra"], candidates, [core], symbols) == {}
+
+
+def test_read_symbols_of_a_real_object(tmp_path):
+    (tmp_path / "a.c").write_text(
+        "extern int g(void);\nstatic int h(void) { return 1; }\nint f(void) { return g() + h(); }\n"
+    )
+    subprocess.run(["cc", "-c", "a.c"], cwd=tmp_path, check=True)
+    symbols = read_symbols("nm", [tmp_path / "a.o"])[tmp_path / "a.o"]
+    assert symbols.defined == {"f"} and symbols.undefined == {"g"}
