@@ -11,7 +11,7 @@ ARGS ?=
 variant = $(if $(FREETHREADED),freethreaded+,)$(1)
 build = $(PYFREIGHT) build --python $(PYTHON) --target $(TARGET) --options $(call variant,$(1)) $(ARGS)
 
-.PHONY: setup images fetch deps test test-unit lint clean bench \
+.PHONY: setup images fetch deps test test-unit lint clean bench bench-import \
 	linux-x86_64-noopt linux-x86_64-debug linux-x86_64-lto linux-x86_64-pgo
 
 setup:
@@ -54,6 +54,10 @@ linux-x86_64-pgo: setup
 # Speed: pyperformance subset, our pgo+lto and noopt vs Debian's python (table + JSON).
 bench: setup
 	$(PYFREIGHT) bench --python $(PYTHON) --target $(TARGET) $(ARGS)
+
+# Whole-stdlib import from memory vs the filesystem, on the pgo+lto archive (table + JSON).
+bench-import: setup
+	$(PYFREIGHT) bench-import --python $(PYTHON) --target $(TARGET) $(ARGS)
 
 clean:
 	rm -rf build dist

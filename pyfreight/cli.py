@@ -166,6 +166,13 @@ def cmd_test_dist(args: argparse.Namespace) -> None:
 def cmd_embed(args: argparse.Namespace) -> None:
     from pyfreight.embed import embed
 
+    memory = None
+    if args.memory_importer:
+        from pyfreight.embed_memory import PackOptions
+
+        memory = PackOptions(optimize=args.optimize, sources=args.sources, apps=[Path(a) for a in args.app])
+    elif args.app:
+        raise PyfreightError("--app packs code for the in-memory importer: add --memory-importer")
     started = time.monotonic()
     result = embed(
         Path(args.archive),
@@ -174,6 +181,7 @@ def cmd_embed(args: argparse.Namespace) -> None:
         cc=args.cc,
         emit_lib=args.emit_lib,
         keep_work=Path(args.work_dir).resolve() if args.work_dir else None,
+        memory=memory,
     )
     say(f"embed: {time.monotonic() - started:.1f} s")
     print(f"output:     {result.output}")
@@ -182,6 +190,20 @@ def cmd_embed(args: argparse.Namespace) -> None:
     print(f"left out:   {', '.join(result.dropped) or '(none)'}")
     if args.emit_lib:
         print(f"link with:  {result.link_line}")
+
+
+def cmd_bench_import(args: argparse.Namespace) -> None:
+    from pyfreight.bench_import import ensure_archive, ensure_memory_binary, run_bench_import
+
+    if args.runs < 10:
+        raise PyfreightError(f"--runs {args.runs}: a median needs at least 10 runs of each command")
+    ws = default_workspace()
+    if args.archive:
+        archive = Path(args.archive).resolve()
+    else:
+        archive = ensure_archive(ws, args.python, args.options, args.target, args.jobs)
+    binary = ensure_memory_binary(ws, archive, args.cc)
+    run_bench_import(ws, archive, binary, args.runs)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
@@ -304,7 +326,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cc", help="C compiler driver, e.g. gcc or clang-19 (default: $CC or cc)")
     p.add_argument("--emit-lib", action="store_true", help="stop at a self-contained static libpython")
     p.add_argument("--work-dir", help="keep the intermediate files (config.c, objects, log) here")
+    p.add_argument(
+        "--memory-importer",
+        action="store_true",
+        help="pack the stdlib into the executable, import it from memory",
+    )
+    p.add_argument("--optimize", type=int, choices=(0, 1, 2), default=0, help="packed bytecode's -O level")
+    p.add_argument(
+        "--no-sources",
+        dest="sources",
+        action="store_false",
+        help="pack bytecode only (no getsource, no source lines)",
+    )
+    p.add_argument(
+        "--app", action="append", default=[], metavar="DIR", help="also pack this sys.path-like folder"
+    )
     p.set_defaults(func=cmd_embed)
+
+    p = sub.add_parser(
+        "bench-import",
+        help="whole-stdlib import and start-up: in-memory importer vs filesystem (table + JSON)",
+    )
+    p.add_argument("archive", nargs="?", metavar="ARCHIVE", help="a full archive (default: build --options)")
+    p.add_argument("--python", default=None, help="minor version, e.g. 3.13 (default: 3.14)")
+    p.add_argument(
+        "--options", default="pgo+lto", help="the build measured when no ARCHIVE (default: pgo+lto)"
+    )
+    p.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(toolchain.TARGET_TRIPLES))
+    p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs for builds")
+    p.add_argument("--cc", help="C compiler driver for linking the memory binary")
+    p.add_argument("--runs", type=int, default=15, help="interleaved runs of each command (at least 10)")
+    p.set_defaults(func=cmd_bench_import)
 
     p = sub.add_parser(
         "bench", help="pyperformance subset: our pgo+lto and noopt builds vs Debian's python (table + JSON)"

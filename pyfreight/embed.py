@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyfreight.arfile import nondeterministic_members
 from pyfreight.embed_archive import OpenedArchive, open_archive
@@ -22,6 +23,9 @@ from pyfreight.embed_select import Extension, dropped_extensions, select_extensi
 from pyfreight.embed_symbols import needed_by_link, read_symbols
 from pyfreight.embed_toolchain import HostToolchain, find_toolchain
 from pyfreight.errors import PyfreightError
+
+if TYPE_CHECKING:
+    from pyfreight.embed_memory import PackOptions
 from pyfreight.logs import say, tail
 
 MAIN_SOURCE = """\
@@ -269,20 +273,33 @@ def embed(
     cc: str | None = None,
     emit_lib: bool = False,
     keep_work: Path | None = None,
+    memory: PackOptions | None = None,
 ) -> EmbedResult:
-    """Links an interpreter (or with emit_lib just libpython.a) from `archive_path`."""
+    """Links an interpreter (or with emit_lib just libpython.a) from `archive_path`; with
+    `memory`, one that imports its packed stdlib from memory."""
     output = output.resolve()
     if not output.parent.is_dir():
         raise PyfreightError(f"-o {output}: folder {output.parent} does not exist")
     with tempfile.TemporaryDirectory(prefix="pyfreight-embed-") as scratch:
         work = keep_work or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
-        archive = open_archive(archive_path, work / "archive")
+        if memory and emit_lib:
+            raise PyfreightError(
+                "--memory-importer builds an executable; it does not combine with --emit-lib"
+            )
+        archive = open_archive(archive_path, work / "archive", whole_tree=memory is not None)
         toolchain = find_toolchain(archive.build_info["object_file_format"], cc, work)
         plan = plan_embed(archive, selection, toolchain.nm)
         kept = f"{len(plan.extensions)} extension modules, {len(plan.dropped)} left out"
         say(f"embed: {kept}; {toolchain.describe()}")
         linker = Linker(toolchain, work)
+        if memory is not None:
+            from pyfreight.embed_memory import link_memory_importer
+
+            link_memory_importer(plan, linker, output, memory)
+            return EmbedResult(
+                output, [e.name for e in plan.extensions], plan.dropped, toolchain.describe(), ""
+            )
         library = build_libpython(plan, linker)
         link_line = " ".join([output.name, *(f"-l{n}" for n in plan.system_libraries()), "-pthread"])
         if emit_lib:

@@ -1,0 +1,227 @@
+"""`pyfreight bench-import`: importing the whole stdlib from memory vs from the filesystem.
+
+One generated script has an `import` line per importable stdlib module of the archive.
+It runs in (a) the archive's own python3 with its stdlib on the filesystem (page cache
+warm) and (b) the in-memory importer binary linked from the same archive; so does bare
+start-up (`-c pass`). Runs are interleaved, (a) and (b) alternating, and the table shows
+medians of wall time per process. A benchmark command, not a test: it prints a table and
+saves JSON; targets are reported, never asserted."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pyfreight.errors import PyfreightError
+from pyfreight.logs import say
+from pyfreight.paths import Workspace
+from pyfreight.tarball import extract
+
+TARGETS = {"stdlib import": 0.60, "start-up": 0.85}
+
+# Run by the archive's python3: the stdlib modules that import there, one per line.
+# Left out: tests, IDLE and turtledemo (applications), __main__ modules, and the two
+# modules whose import acts (antigravity opens a browser, this prints the Zen).
+LIST_MODULES = r"""
+import importlib, sys, sysconfig
+from pathlib import Path
+stdlib = Path(sysconfig.get_paths()["stdlib"])
+skip_top = {"test", "idlelib", "turtledemo", "site-packages", "__phello__", "antigravity", "this"}
+names = set()
+for path in sorted(stdlib.rglob("*.py")):
+    parts = path.relative_to(stdlib).with_suffix("").parts
+    if parts[0] in skip_top or "tests" in parts or parts[-1] == "__main__" or "-" in "".join(parts):
+        continue
+    if len(parts) > 1 and not (stdlib.joinpath(*parts[:-1]) / "__init__.py").is_file():
+        continue  # a folder that is not a package (e.g. config-3.X-…)
+    names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+ok = []
+for name in sorted(names):
+    try:
+        importlib.import_module(name)
+        ok.append(name)
+    except Exception:
+        pass
+print("\n".join(ok))
+"""
+
+# Run by the in-memory binary: where its import time goes, measured in-process.
+BREAKDOWN = r"""
+import marshal, sys, time
+names = sys.argv[1:]
+finder = next(f for f in sys.meta_path if type(f).__module__ == "_pyfreight_finder")
+t0 = time.perf_counter()
+specs = [finder.find_spec(n, None) for n in names]
+t1 = time.perf_counter()
+codes = [s.loader.get_code(s.name) for s in specs if s is not None and s.loader is not None]
+t2 = time.perf_counter()
+print(f"{t1 - t0} {t2 - t1} {len(codes)}")
+"""
+
+
+@dataclass
+class Measurement:
+    label: str
+    command: list[str]
+    seconds: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+
+def _time_once(command: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    result = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise PyfreightError(
+            f"{command[0]} failed (exit {result.returncode}):\n{result.stderr.decode()[-2000:]}"
+        )
+    return elapsed
+
+
+def measure(commands: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, Measurement]:
+    """Each command `runs` times, interleaved round by round, after one warm-up each."""
+    for command in commands.values():
+        _time_once(command, env)
+    results = {label: Measurement(label, command, []) for label, command in commands.items()}
+    for round_no in range(runs):
+        say(f"bench-import: round {round_no + 1}/{runs}")
+        for label, command in commands.items():
+            results[label].seconds.append(_time_once(command, env))
+    return results
+
+
+def _importtime_total(binary: Path, script: str, env: dict[str, str]) -> tuple[float, float]:
+    """Sum of self and of top-level cumulative times from -X importtime (seconds)."""
+    result = subprocess.run(
+        [str(binary), "-I", "-X", "importtime", "-c", script], capture_output=True, text=True, env=env
+    )
+    self_total = cumulative = 0.0
+    for line in result.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        fields = line.split("|")
+        self_total += int(fields[0].split(":")[1]) / 1e6
+        if not fields[2].startswith("  "):  # top level: no indentation after the one space
+            cumulative += int(fields[1]) / 1e6
+    return self_total, cumulative
+
+
+def breakdown(memory: Path, names: list[str], script: str, env: dict[str, str]) -> dict[str, float]:
+    out = subprocess.run(
+        [str(memory), "-I", "-c", BREAKDOWN, *names], capture_output=True, text=True, env=env, check=True
+    ).stdout.split()
+    find_spec, get_code = float(out[0]), float(out[1])
+    self_total, cumulative = _importtime_total(memory, script, env)
+    return {
+        "find_spec_all": find_spec,
+        "get_code_all (lookup + unmarshal)": get_code,
+        "importtime_cumulative": cumulative,
+        "importtime_self_sum": self_total,
+        "module_execution_and_other": max(cumulative - find_spec - get_code, 0.0),
+    }
+
+
+def render(results: dict[str, Measurement], count: int, parts: dict[str, float]) -> tuple[str, dict]:
+    rows, ratios = [], {}
+    for what, fs, mem in (
+        ("stdlib import", "filesystem import", "memory import"),
+        ("start-up", "filesystem -c pass", "memory -c pass"),
+    ):
+        a, b = results[fs].median, results[mem].median
+        ratios[what] = b / a
+        rows.append(
+            f"{what:16} {a * 1e3:12.1f} ms {b * 1e3:12.1f} ms {b / a:10.2f}   target <= {TARGETS[what]}"
+        )
+    head = f"{'':16} {'filesystem (a)':>15} {'memory (b)':>15} {'b/a':>10}"
+    lines = [f"{count} modules, median of {len(results['memory import'].seconds)} interleaved runs", head]
+    lines += ["-" * len(head), *rows, "", "where the in-memory import time goes (one run, -X importtime):"]
+    lines += [f"  {k:38} {v * 1e3:8.1f} ms" for k, v in parts.items()]
+    for what, limit in TARGETS.items():
+        verdict = "met" if ratios[what] <= limit else "NOT MET"
+        lines.append(f"target: {what} b/a <= {limit}: {verdict} ({ratios[what]:.2f})")
+    return "\n".join(lines), ratios
+
+
+def ensure_archive(ws: Workspace, minor: str | None, options: str, target: str, jobs: int) -> Path:
+    """The full archive of that build in dist/, building and writing it when missing."""
+    from pyfreight.cpython import build_cpython
+    from pyfreight.distribution import archive_stem, release_tag, write_distribution
+    from pyfreight.tarball import newest_mtime
+
+    build = build_cpython(minor, options, target, ws, jobs=jobs)
+    epoch = newest_mtime(ws.downloads / build.source.source.file) or 0
+    stem = archive_stem(build.source.version, release_tag(epoch), target, str(build.options))
+    full = ws.dist / f"{stem}-full.tar.zst"
+    if not full.is_file():
+        write_distribution(build, ws, ws.dist)
+    return full
+
+
+def ensure_memory_binary(ws: Workspace, archive: Path, cc: str | None) -> Path:
+    """The in-memory importer binary of `archive`, linked again only when the archive
+    changed (a stamp records its size and mtime)."""
+    from pyfreight.embed import embed
+    from pyfreight.embed_memory import PackOptions
+
+    folder = ws.build / "bench-import" / archive.name.removesuffix(".tar.zst")
+    folder.mkdir(parents=True, exist_ok=True)
+    binary, stamp = folder / "python-memory", folder / "python-memory.stamp"
+    wanted = f"{archive.stat().st_size} {archive.stat().st_mtime_ns} {cc}"
+    if not (binary.is_file() and stamp.is_file() and stamp.read_text() == wanted):
+        stamp.unlink(missing_ok=True)
+        embed(archive, binary, selection="all", cc=cc, memory=PackOptions())
+        stamp.write_text(wanted)
+    return binary
+
+
+def run_bench_import(ws: Workspace, archive: Path, memory_binary: Path, runs: int) -> Path:
+    """Measures `memory_binary` (linked from `archive`) against the archive's python3."""
+    tree_root = ws.build / "bench-import" / archive.name.removesuffix(".tar.zst")
+    install = tree_root / "python" / "install"
+    if not install.is_dir():
+        say(f"bench-import: extracting {archive.name}")
+        extract(archive, tree_root)
+    document = json.loads((tree_root / "python" / "PYTHON.json").read_text())
+    python = tree_root / "python" / document["python_exe"]
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
+    listing = subprocess.run([str(python), "-I", "-c", LIST_MODULES], capture_output=True, text=True, env=env)
+    names = listing.stdout.split()
+    if listing.returncode != 0 or not names:
+        raise PyfreightError(f"{python} could not list its stdlib modules:\n{listing.stderr[-2000:]}")
+    script = "".join(f"import {name}\n" for name in names)
+    commands = {
+        "filesystem import": [str(python), "-I", "-c", script],
+        "memory import": [str(memory_binary), "-I", "-c", script],
+        "filesystem -c pass": [str(python), "-c", "pass"],
+        "memory -c pass": [str(memory_binary), "-c", "pass"],
+    }
+    results = measure(commands, runs, env)
+    parts = breakdown(memory_binary, names, script, env)
+    table, ratios = render(results, len(names), parts)
+    print(table)
+    out = ws.build / "bench" / f"bench-import-{document['python_major_minor_version']}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "archive": archive.name,
+        "modules": len(names),
+        "runs": runs,
+        "machine": {"cpus": os.cpu_count(), "uname": os.uname().release},
+        "seconds": {label: m.seconds for label, m in results.items()},
+        "medians": {label: m.median for label, m in results.items()},
+        "ratios": ratios,
+        "targets": TARGETS,
+        "breakdown_seconds": parts,
+        "commands": {label: asdict(m)["command"][:1] for label, m in results.items()},
+    }
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    (out.with_suffix(".txt")).write_text(table + "\n")
+    say(f"bench-import: saved {out}")
+    return out

@@ -1,0 +1,79 @@
+"""`pyfreight embed` on the real 3.14 noopt archive: interpreters linked with gcc and
+with clang run with the archive's stdlib, pass the distribution's own import checks
+for what they kept and fail cleanly for what they left out; --emit-lib's library links
+the C example of docs/embedding.md."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pyfreight.embed import embed
+from pyfreight.tarball import extract
+
+pytestmark = pytest.mark.container
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECKS = ROOT / "pyfreight" / "checks" / "check_install.py"
+DROPPED_BY_MINIMAL = ["_ssl", "_sqlite3", "zlib", "_decimal", "_tkinter", "_ctypes"]
+
+
+@pytest.fixture(scope="module")
+def tree(noopt_dist, tmp_path_factory) -> Path:
+    """The extracted full archive (its python/ folder)."""
+    root = tmp_path_factory.mktemp("archive")
+    extract(noopt_dist.full, root)
+    return root / "python"
+
+
+def _run(binary: Path, tree: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {"PATH": os.environ["PATH"], "PYTHONHOME": str(tree / "install"), "LC_ALL": "C.UTF-8"}
+    return subprocess.run([str(binary), *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_minimal_interpreter_with_gcc(noopt_dist, tree, tmp_path):
+    out = tmp_path / "python-minimal"
+    result = embed(noopt_dist.full, out, selection="minimal", cc="gcc")
+    assert set(DROPPED_BY_MINIMAL) <= set(result.dropped)
+    probe = _run(
+        out, tree, "-I", "-c", "import sys, json, os, datetime; print(' '.join(sys.builtin_module_names))"
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert sorted(probe.stdout.split()) == sorted(result.extensions)
+    for name in DROPPED_BY_MINIMAL:
+        dropped = _run(out, tree, "-c", f"import {name}")
+        assert dropped.returncode == 1
+        assert f"ModuleNotFoundError: No module named '{name}'" in dropped.stderr, dropped.stderr
+
+
+def test_all_extensions_with_clang_pass_the_distribution_checks(tree, tmp_path):
+    out = tmp_path / "python-all"
+    result = embed(tree, out, selection="all", cc="clang-19")
+    assert result.dropped == []
+    checks = _run(out, tree, str(CHECKS))
+    # The venv check needs the binary inside its install tree; every import check must pass.
+    failed = [line for line in checks.stdout.splitlines() if line.startswith("FAIL")]
+    assert [line for line in failed if "venv" not in line] == [], checks.stdout + checks.stderr
+    assert "PASS  every stdlib module imports" in checks.stdout
+    assert "PASS  extension modules are built in" in checks.stdout
+
+
+def test_emit_lib_links_the_documented_example(tree, tmp_path):
+    library = tmp_path / "libpython3.14.a"
+    result = embed(tree, library, selection="minimal", cc="gcc", emit_lib=True)
+    doc = (ROOT / "docs" / "embedding.md").read_text()
+    example = re.search(r"```c\n(.*?)```", doc, re.S)
+    assert example, "docs/embedding.md lost its C example"
+    (tmp_path / "example.c").write_text(example.group(1))
+    link = result.link_line.split()[1:]  # the library itself, then system libraries
+    include = tree / "install" / "include" / "python3.14"
+    subprocess.run(
+        ["gcc", f"-I{include}", "example.c", str(library), *link, "-o", "example"], cwd=tmp_path, check=True
+    )
+    run = _run(tmp_path / "example", tree)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == '{"embedded": [3, 14]}'
