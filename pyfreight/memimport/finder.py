@@ -1,0 +1,337 @@
+"""PEP 451 finder and loader for modules packed into the executable (see docs/memory-importer.md).
+
+pack.py compiles this file into the blob under the reserved name ``_pyfreight_finder``; the C module
+``_pyfreight_memory`` executes it from install() during the core initialization phase and calls
+install() below.  At that point only built-in and frozen modules exist, so this file imports nothing
+else at module level: no ``from __future__`` either, because that statement performs a real import of
+the (unfrozen) ``__future__`` module.  io, importlib.resources.abc and the source decoder are imported
+lazily, inside the functions that need them.
+"""
+
+import _imp
+import marshal
+import sys
+from _frozen_importlib import BuiltinImporter, FrozenImporter, ModuleSpec
+
+# Module flags, as in blobformat.py.
+PACKAGE = 0x01
+NAMESPACE = 0x02
+HAS_SOURCE = 0x04
+BOOTSTRAP = 0x08
+
+# Used as the virtual root only when an embedder leaves sys.executable empty.
+FALLBACK_ROOT = "/__pyfreight_memory__"
+
+_mem = None  # the _pyfreight_memory module, set by install()
+_find = None  # _mem.find, bound once: it is called for every import
+_root = None  # sys.executable once known; every virtual path starts with it
+_children = None  # parent package name -> [(last name component, is_package)], built on demand
+_reader_classes = None
+
+
+def _get_root():
+    global _root
+    if _root is not None:
+        return _root
+    exe = getattr(sys, "executable", "")
+    if not exe:
+        # Core phase (or an embedder without an executable): do not cache, try again later.
+        return FALLBACK_ROOT
+    _root = exe
+    # The path hook is added now rather than in install(): the main init phase puts zipimporter at
+    # sys.path_hooks[0], and zipimporter would open the executable to look for a zip directory.
+    # sys.executable becomes known right before that phase's first import of a packed module.
+    sys.path_hooks.insert(0, _path_hook)
+    return exe
+
+
+def _relpath(fullname, flags):
+    base = fullname.replace(".", "/")
+    return base + "/__init__.py" if flags & PACKAGE else base + ".py"
+
+
+class MemorySpec(ModuleSpec):
+    """A spec whose ``cached`` is always None: there is no bytecode file to point at, and importlib
+    would otherwise derive a ``<exe>/pkg/__pycache__/...`` path from the origin."""
+
+    @property
+    def cached(self):
+        return None
+
+    @cached.setter
+    def cached(self, value):
+        pass
+
+
+def _lookup(fullname):
+    entry = _find(fullname)
+    if entry is None or entry[0] & BOOTSTRAP:
+        raise ImportError(f"{fullname!r} is not packed in this executable", name=fullname)
+    return entry
+
+
+class MemoryImporter:
+    """Meta path finder and loader for the packed modules."""
+
+    def __repr__(self):
+        return "<pyfreight MemoryImporter>"
+
+    # -- finder --------------------------------------------------------------------------------
+
+    def find_spec(self, fullname, path=None, target=None):
+        entry = _find(fullname)
+        # Namespace packages are left to PathFinder (through _path_hook), so that a packed portion
+        # and portions on sys.path combine as PEP 420 says.
+        if entry is None or entry[0] & (NAMESPACE | BOOTSTRAP):
+            return None
+        return self._spec(fullname, entry)
+
+    def _spec(self, fullname, entry):
+        root = _get_root()
+        flags = entry[0]
+        if flags & PACKAGE:
+            base = root + "/" + fullname.replace(".", "/")
+            spec = MemorySpec(fullname, self, origin=base + "/__init__.py", is_package=True)
+            spec.submodule_search_locations.append(base)
+        else:
+            spec = MemorySpec(fullname, self, origin=root + "/" + fullname.replace(".", "/") + ".py")
+        spec.has_location = True
+        return spec
+
+    def invalidate_caches(self):
+        pass
+
+    def iter_modules(self, prefix=""):
+        # pkgutil.iter_modules() also asks meta path finders; top-level modules only.
+        for name, ispkg in _children_of(""):
+            yield prefix + name, ispkg
+
+    # -- loader --------------------------------------------------------------------------------
+
+    def create_module(self, spec):
+        return None
+
+    # exec_module is _pyfreight_memory.exec_module, set by install(): see the comment there.
+
+    def get_code(self, fullname):
+        entry = _lookup(fullname)
+        if entry[0] & NAMESPACE:
+            return compile("", self.get_filename(fullname), "exec", dont_inherit=True)
+        code = marshal.loads(entry[1])
+        _imp._fix_co_filename(code, self.get_filename(fullname))
+        return code
+
+    def get_source(self, fullname):
+        entry = _lookup(fullname)
+        if entry[2] is None:
+            return None
+        # Same decoding as importlib.util.decode_source: PEP 263 cookie or BOM, universal newlines.
+        from _frozen_importlib_external import decode_source
+
+        return decode_source(bytes(entry[2]))
+
+    def is_package(self, fullname):
+        return bool(_lookup(fullname)[0] & PACKAGE)
+
+    def get_filename(self, fullname):
+        entry = _lookup(fullname)
+        return _get_root() + "/" + _relpath(fullname, entry[0])
+
+    def get_resource_reader(self, fullname):
+        entry = _find(fullname)
+        if entry is None or entry[0] & (NAMESPACE | BOOTSTRAP):
+            return None
+        # Like FileReader: a plain module's resources are those of the package that contains it.
+        package = fullname if entry[0] & PACKAGE else fullname.rpartition(".")[0]
+        reader_class = _make_reader_classes()[0]
+        return reader_class(package)
+
+
+def _children_of(package):
+    global _children
+    if _children is None:
+        children = {}
+        for name, flags in _mem.modules():
+            # As pkgutil does for directories: a namespace package is not listed.
+            if flags & NAMESPACE:
+                continue
+            parent, _, tail = name.rpartition(".")
+            children.setdefault(parent, []).append((tail, bool(flags & PACKAGE)))
+        _children = children
+    return _children.get(package, ())
+
+
+class _PathEntryFinder:
+    """Path entry finder for the virtual root (on sys.path) and virtual package directories (in
+    __path__).  PathFinder reaches it for namespace packages and pkgutil for iter_modules()."""
+
+    def __init__(self, importer, package, path):
+        self._importer = importer
+        self._package = package
+        self._path = path
+
+    def __repr__(self):
+        return f"<pyfreight path entry {self._path!r}>"
+
+    def find_spec(self, fullname, target=None):
+        if fullname.rpartition(".")[0] != self._package:
+            return None
+        entry = _find(fullname)
+        if entry is None or entry[0] & BOOTSTRAP:
+            return None
+        if entry[0] & NAMESPACE:
+            # A namespace portion, reported the way FileFinder reports one.
+            spec = ModuleSpec(fullname, None)
+            spec.submodule_search_locations = [self._path + "/" + fullname.rpartition(".")[2]]
+            return spec
+        return self._importer._spec(fullname, entry)
+
+    def invalidate_caches(self):
+        pass
+
+    def iter_modules(self, prefix=""):
+        for name, ispkg in _children_of(self._package):
+            yield prefix + name, ispkg
+
+
+def _path_hook(path):
+    root = _get_root()
+    if isinstance(path, str):
+        if path == root:
+            return _PathEntryFinder(_importer(), "", path)
+        if path.startswith(root) and path[len(root) : len(root) + 1] == "/":
+            package = path[len(root) + 1 :].replace("/", ".")
+            entry = _find(package)
+            if entry is not None and entry[0] & PACKAGE and not entry[0] & BOOTSTRAP:
+                return _PathEntryFinder(_importer(), package, path)
+    raise ImportError("not a pyfreight memory path", path=path)
+
+
+def _importer():
+    for finder in sys.meta_path:
+        if isinstance(finder, MemoryImporter):
+            return finder
+    return MemoryImporter()
+
+
+def _make_reader_classes():
+    """Build the importlib.resources classes on first use: importlib.resources.abc cannot be
+    imported at install time, and most programs never ask for package data."""
+    global _reader_classes
+    if _reader_classes is not None:
+        return _reader_classes
+    from importlib.resources.abc import Traversable, TraversableResources
+
+    class MemoryTraversable(Traversable):
+        """A file or directory of package data inside the blob; ``path`` is relative to the package."""
+
+        def __init__(self, package, path, names):
+            self._package = package
+            self._path = path
+            self._names = names  # frozenset of every resource path of the package
+
+        def __repr__(self):
+            return f"MemoryTraversable({self._package!r}, {self._path!r})"
+
+        def __str__(self):
+            base = _get_root() + "/" + self._package.replace(".", "/") if self._package else _get_root()
+            return base + "/" + self._path if self._path else base
+
+        @property
+        def name(self):
+            if self._path:
+                return self._path.rpartition("/")[2]
+            return self._package.rpartition(".")[2]
+
+        def is_file(self):
+            return self._path in self._names
+
+        def is_dir(self):
+            if not self._path:
+                return True
+            prefix = self._path + "/"
+            return any(name.startswith(prefix) for name in self._names)
+
+        def iterdir(self):
+            if not self.is_dir():
+                raise NotADirectoryError(str(self))
+            prefix = self._path + "/" if self._path else ""
+            seen = set()
+            for name in sorted(self._names):
+                if name.startswith(prefix):
+                    child = name[len(prefix) :].partition("/")[0]
+                    if child not in seen:
+                        seen.add(child)
+                        yield MemoryTraversable(self._package, prefix + child, self._names)
+
+        def joinpath(self, *descendants):
+            parts = [p for p in self._path.split("/") if p]
+            for descendant in descendants:
+                for part in str(descendant).replace("\\", "/").split("/"):
+                    if part in ("", "."):
+                        continue
+                    if part == "..":
+                        if parts:
+                            parts.pop()
+                        continue
+                    parts.append(part)
+            return MemoryTraversable(self._package, "/".join(parts), self._names)
+
+        def __truediv__(self, child):
+            return self.joinpath(child)
+
+        def _data(self):
+            data = _mem.resource(self._package, self._path) if self._path else None
+            if data is None:
+                if self.is_dir():
+                    raise IsADirectoryError(str(self))
+                raise FileNotFoundError(str(self))
+            return data
+
+        def read_bytes(self):
+            return bytes(self._data())
+
+        def read_text(self, encoding=None, errors=None):
+            with self.open("r", encoding=encoding, errors=errors) as stream:
+                return stream.read()
+
+        def open(self, mode="r", *args, **kwargs):
+            import io
+
+            if mode not in ("r", "rb", "rt"):
+                raise ValueError(f"packed resources are read-only: open mode {mode!r}")
+            stream = io.BytesIO(self._data())
+            if mode == "rb":
+                return stream
+            return io.TextIOWrapper(stream, *args, **kwargs)
+
+    class MemoryReader(TraversableResources):
+        def __init__(self, package):
+            self._package = package
+
+        def files(self):
+            names = frozenset(_mem.resources(self._package)) if self._package else frozenset()
+            return MemoryTraversable(self._package, "", names)
+
+    _reader_classes = (MemoryReader, MemoryTraversable)
+    return _reader_classes
+
+
+def install(mem):
+    """Put a MemoryImporter on sys.meta_path right after the built-in and frozen importers."""
+    global _mem, _find
+    for finder in sys.meta_path:
+        if isinstance(finder, MemoryImporter):
+            return finder
+    _mem = mem
+    _find = mem.find
+    # The C function keeps the loader's frame out of tracebacks of errors raised while a module
+    # executes (builtin functions do not bind, so staticmethod only states the intent).
+    MemoryImporter.exec_module = staticmethod(mem.exec_module)
+    importer = MemoryImporter()
+    position = 0
+    for index, finder in enumerate(sys.meta_path):
+        if finder is BuiltinImporter or finder is FrozenImporter:
+            position = index + 1
+    sys.meta_path.insert(position, importer)
+    return importer

@@ -1,0 +1,169 @@
+"""The in-memory importer binary linked from the real 3.14 noopt archive: alone in an
+empty folder it imports every stdlib module the archive has; under strace, with a real
+stdlib beside it, it touches none of the stdlib's files; application code packed with
+--app imports and reads its data; PEP 451 details hold."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pyfreight.bench_import import LIST_MODULES
+from pyfreight.embed import embed
+from pyfreight.embed_memory import PackOptions
+from pyfreight.tarball import extract
+
+pytestmark = pytest.mark.container
+
+ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
+
+# Imports every name given on the command line; prints the ones that failed, then how
+# many came from the memory finder.
+IMPORT_ALL = r"""
+import importlib, sys
+failed = []
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        failed.append(f"{name}: {type(exc).__name__}: {exc}")
+memory = [
+    n for n in sys.argv[1:]
+    if type(getattr(sys.modules[n], "__loader__", None)).__module__ == "_pyfreight_finder"
+]
+print("FAILED", failed)
+print("MEMORY", len(memory))
+"""
+
+
+@pytest.fixture(scope="module")
+def tree(noopt_dist, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("archive")
+    extract(noopt_dist.full, root)
+    return root / "python"
+
+
+@pytest.fixture(scope="module")
+def stdlib_names(tree) -> list[str]:
+    """What the archive's own python3 imports from its stdlib on the filesystem."""
+    out = subprocess.run(
+        [str(tree / "install" / "bin" / "python3"), "-I", "-c", LIST_MODULES],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        check=True,
+    )
+    names = out.stdout.split()
+    assert len(names) > 400
+    return names
+
+
+@pytest.fixture(scope="module")
+def binary(noopt_dist, tmp_path_factory) -> Path:
+    app = tmp_path_factory.mktemp("app")
+    (app / "appmod.py").write_text("def greet():\n    return 'hello from appmod'\n")
+    (app / "apppkg").mkdir()
+    (app / "apppkg" / "__init__.py").write_text("from .inner import VALUE\n")
+    (app / "apppkg" / "inner.py").write_text("VALUE = 42\n")
+    (app / "apppkg" / "data.txt").write_text("packed data file\n")
+    out = tmp_path_factory.mktemp("memory") / "python-memory"
+    embed(noopt_dist.full, out, selection="all", cc="gcc", memory=PackOptions(apps=[app]))
+    return out
+
+
+def _run(binary: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(binary), *args], capture_output=True, text=True, env=ENV, cwd=cwd, timeout=600)
+
+
+def test_binary_alone_imports_every_stdlib_module(binary, stdlib_names, tmp_path):
+    alone = tmp_path / "empty" / binary.name
+    alone.parent.mkdir()
+    shutil.copy2(binary, alone)
+    result = _run(alone, "-I", "-c", IMPORT_ALL, *stdlib_names, cwd=alone.parent)
+    assert result.returncode == 0, result.stderr
+    assert "FAILED []" in result.stdout, result.stdout
+    count = int(re.search(r"MEMORY (\d+)", result.stdout).group(1))
+    # Frozen modules (os, site, codecs, …) keep their own importer; the rest is ours.
+    assert count > len(stdlib_names) - 40, result.stdout
+
+
+def test_no_stdlib_file_is_touched(binary, tree, stdlib_names, tmp_path):
+    """With the real stdlib right beside it (the binary in the install tree's bin/),
+    strace sees no file system call on any stdlib module, package or bytecode file.
+    What remains under lib/python3.14 is by design and listed in docs/memory-importer.md:
+    site.py looking at site-packages (the third-party folder, not the stdlib), and
+    sysconfig resolving the config-3.14-… folder with realpath (lstat of each component)."""
+    beside = tree / "install" / "bin" / "python-memory"
+    shutil.copy2(binary, beside)
+    trace = tmp_path / "strace.txt"
+    command = [
+        "strace",
+        "-f",
+        "-e",
+        "trace=%file,%desc",
+        "-o",
+        str(trace),
+        str(beside),
+        "-I",
+        "-c",
+        IMPORT_ALL,
+    ]
+    result = subprocess.run([*command, *stdlib_names], capture_output=True, text=True, env=ENV, timeout=600)
+    assert result.returncode == 0 and "FAILED []" in result.stdout, result.stderr[-2000:]
+    stdlib = tree / "install" / "lib" / "python3.14"
+    calls = [line for line in trace.read_text().splitlines() if str(stdlib) in line]
+    allowed = {str(stdlib), str(stdlib / "site-packages"), *map(str, stdlib.glob("config-3.14-*"))}
+    touched = sorted(
+        {p for line in calls for p in re.findall(r'"([^"]*)"', line) if p.startswith(str(stdlib))}
+    )
+    assert [p for p in touched if p not in allowed] == [], touched[:20]
+    stdlib_lstat = [line for line in calls if f'"{stdlib}"' in line]
+    assert all(" lstat(" in line or "newfstatat(" in line for line in stdlib_lstat), stdlib_lstat
+    assert any("python-memory" in line for line in trace.read_text().splitlines())  # the trace recorded calls
+
+
+def test_application_code_data_and_pep451_semantics(binary):
+    script = r"""
+import importlib.resources, inspect, json, pkgutil, sys, traceback
+import appmod, apppkg
+from apppkg import inner
+assert appmod.greet() == "hello from appmod"
+assert apppkg.VALUE == inner.VALUE == 42
+assert importlib.resources.files("apppkg").joinpath("data.txt").read_text() == "packed data file\n"
+assert apppkg.__spec__.submodule_search_locations == apppkg.__path__
+assert apppkg.__package__ == "apppkg" and inner.__package__ == "apppkg"
+assert json.__spec__.loader is json.__loader__ and json.__spec__.name == "json"
+assert "def dumps(" in inspect.getsource(json)
+top = {m.name for m in pkgutil.iter_modules()}
+assert {"json", "email", "appmod", "apppkg"} <= top, sorted(top)[:20]
+assert "decoder" in {m.name for m in pkgutil.iter_modules(json.__path__)}
+try:
+    json.loads("{")
+except ValueError:
+    text = traceback.format_exc()
+    assert "raise JSONDecodeError" in text or "raise self" in text or "obj, end" in text, text
+print("ok")
+"""
+    result = _run(binary, "-I", "-c", script)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+    isolated = _run(binary, "-I", "-c", "import sys; print(sys.flags.isolated, sys.flags.safe_path)")
+    assert isolated.stdout.split() == ["1", "True"]
+    module = _run(binary, "-m", "json.tool", "--help")
+    assert module.returncode == 0 and "usage" in module.stdout
+
+
+def test_pythonpath_is_honoured_unless_isolated(binary):
+    """The search path is set by main.c (the virtual root), which makes getpath drop
+    PYTHONPATH; main.c applies it again, except under -E or -I."""
+    env = dict(ENV, PYTHONPATH="/nonexistent-for-test")
+    probe = "import sys; print('/nonexistent-for-test' in sys.path)"
+    plain = subprocess.run([str(binary), "-c", probe], capture_output=True, text=True, env=env)
+    isolated = subprocess.run([str(binary), "-I", "-c", probe], capture_output=True, text=True, env=env)
+    assert (plain.stdout.strip(), isolated.stdout.strip()) == ("True", "False"), (
+        plain.stderr + isolated.stderr
+    )
