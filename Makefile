@@ -57,7 +57,7 @@ bench: setup
 
 # Whole-stdlib import from memory vs the filesystem, on the pgo+lto archive (table + JSON).
 bench-import: setup
-	$(PYFREIGHT) bench-import --python $(PYTHON) --target $(TARGET) $(ARGS)
+	$(PYFREIGHT) bench-import --python $(PYTHON) --target $(TARGET) --no-pie-too $(ARGS)
 
 clean:
 	rm -rf build dist

@@ -140,6 +140,14 @@ def render(results: dict[str, Measurement], count: int, parts: dict[str, float])
         rows.append(
             f"{what:16} {a * 1e3:12.1f} ms {b * 1e3:12.1f} ms {b / a:10.2f}   target <= {TARGETS[what]}"
         )
+    for what, fs, mem in (
+        ("import, non-PIE", "filesystem import", "memory non-PIE import"),
+        ("start-up, non-PIE", "filesystem -c pass", "memory non-PIE -c pass"),
+    ):
+        if mem in results:
+            a, b = results[fs].median, results[mem].median
+            ratios[what] = b / a
+            rows.append(f"{what:16} {a * 1e3:12.1f} ms {b * 1e3:12.1f} ms {b / a:10.2f}   (information)")
     head = f"{'':16} {'filesystem (a)':>15} {'memory (b)':>15} {'b/a':>10}"
     lines = [f"{count} modules, median of {len(results['memory import'].seconds)} interleaved runs", head]
     lines += ["-" * len(head), *rows, "", "where the in-memory import time goes (one run, -X importtime):"]
@@ -165,25 +173,30 @@ def ensure_archive(ws: Workspace, minor: str | None, options: str, target: str, 
     return full
 
 
-def ensure_memory_binary(ws: Workspace, archive: Path, cc: str | None) -> Path:
+def ensure_memory_binary(ws: Workspace, archive: Path, cc: str | None, pie: bool = True) -> Path:
     """The in-memory importer binary of `archive`, linked again only when the archive
-    changed (a stamp records its size and mtime)."""
+    changed (a stamp records its size and mtime). The PIE one is linked as the archive's
+    python3 is; the non-PIE one shows what relocation processing costs at start-up."""
     from pyfreight.embed import embed
     from pyfreight.embed_memory import PackOptions
 
     folder = ws.build / "bench-import" / archive.name.removesuffix(".tar.zst")
     folder.mkdir(parents=True, exist_ok=True)
-    binary, stamp = folder / "python-memory", folder / "python-memory.stamp"
+    name = "python-memory" if pie else "python-memory-nopie"
+    binary, stamp = folder / name, folder / f"{name}.stamp"
     wanted = f"{archive.stat().st_size} {archive.stat().st_mtime_ns} {cc}"
     if not (binary.is_file() and stamp.is_file() and stamp.read_text() == wanted):
         stamp.unlink(missing_ok=True)
-        embed(archive, binary, selection="all", cc=cc, memory=PackOptions())
+        embed(archive, binary, selection="all", cc=cc, memory=PackOptions(), pie=pie)
         stamp.write_text(wanted)
     return binary
 
 
-def run_bench_import(ws: Workspace, archive: Path, memory_binary: Path, runs: int) -> Path:
-    """Measures `memory_binary` (linked from `archive`) against the archive's python3."""
+def run_bench_import(
+    ws: Workspace, archive: Path, memory_binary: Path, runs: int, nopie_binary: Path | None = None
+) -> Path:
+    """Measures `memory_binary` (linked from `archive`) against the archive's python3;
+    `nopie_binary`, when given, is measured beside them for information (no target)."""
     tree_root = ws.build / "bench-import" / archive.name.removesuffix(".tar.zst")
     install = tree_root / "python" / "install"
     if not install.is_dir():
@@ -203,6 +216,9 @@ def run_bench_import(ws: Workspace, archive: Path, memory_binary: Path, runs: in
         "filesystem -c pass": [str(python), "-c", "pass"],
         "memory -c pass": [str(memory_binary), "-c", "pass"],
     }
+    if nopie_binary:
+        commands["memory non-PIE import"] = [str(nopie_binary), "-I", "-c", script]
+        commands["memory non-PIE -c pass"] = [str(nopie_binary), "-c", "pass"]
     results = measure(commands, runs, env)
     parts = breakdown(memory_binary, names, script, env)
     table, ratios = render(results, len(names), parts)

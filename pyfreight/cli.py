@@ -182,6 +182,7 @@ def cmd_embed(args: argparse.Namespace) -> None:
         emit_lib=args.emit_lib,
         keep_work=Path(args.work_dir).resolve() if args.work_dir else None,
         memory=memory,
+        pie=args.pie,
     )
     say(f"embed: {time.monotonic() - started:.1f} s")
     print(f"output:     {result.output}")
@@ -203,7 +204,8 @@ def cmd_bench_import(args: argparse.Namespace) -> None:
     else:
         archive = ensure_archive(ws, args.python, args.options, args.target, args.jobs)
     binary = ensure_memory_binary(ws, archive, args.cc)
-    run_bench_import(ws, archive, binary, args.runs)
+    nopie = ensure_memory_binary(ws, archive, args.cc, pie=False) if args.no_pie_too else None
+    run_bench_import(ws, archive, binary, args.runs, nopie)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
@@ -327,6 +329,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--emit-lib", action="store_true", help="stop at a self-contained static libpython")
     p.add_argument("--work-dir", help="keep the intermediate files (config.c, objects, log) here")
     p.add_argument(
+        "--no-pie",
+        dest="pie",
+        action="store_false",
+        help="position-dependent executable: faster start, no ASLR",
+    )
+    p.add_argument(
         "--memory-importer",
         action="store_true",
         help="pack the stdlib into the executable, import it from memory",
@@ -356,6 +364,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs for builds")
     p.add_argument("--cc", help="C compiler driver for linking the memory binary")
     p.add_argument("--runs", type=int, default=15, help="interleaved runs of each command (at least 10)")
+    p.add_argument(
+        "--no-pie-too",
+        action="store_true",
+        help="also measure a non-PIE memory binary (start-up relocation cost)",
+    )
     p.set_defaults(func=cmd_bench_import)
 
     p = sub.add_parser(

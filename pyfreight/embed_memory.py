@@ -60,7 +60,9 @@ def pack_stdlib(plan: EmbedPlan, linker: Linker, options: PackOptions) -> Path:
     return blob
 
 
-def link_memory_importer(plan: EmbedPlan, linker: Linker, output: Path, options: PackOptions) -> None:
+def link_memory_importer(
+    plan: EmbedPlan, linker: Linker, output: Path, options: PackOptions, extra_flags: Sequence[str] = ()
+) -> None:
     blob = pack_stdlib(plan, linker, options)
     asm = linker.work / "blob.S"
     asm.write_text(memimport.blob_asm(blob))
@@ -72,4 +74,4 @@ def link_memory_importer(plan: EmbedPlan, linker: Linker, output: Path, options:
         objects.append(linker.compile(copy, cflags))
     objects.append(linker.compile(asm, []))
     library = build_libpython(plan, linker)
-    link_executable(plan, linker, library, output, objects)
+    link_executable(plan, linker, library, output, objects, extra_flags)
