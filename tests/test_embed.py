@@ -11,6 +11,7 @@ import pytest
 from pyfreight.embed import generate_config_c
 from pyfreight.embed_select import is_copyleft, select_extensions
 from pyfreight.embed_symbols import Symbols, needed_by_link, read_symbols
+from pyfreight.embed_toolchain import find_toolchain
 from pyfreight.errors import PyfreightError
 
 
@@ -114,3 +115,18 @@ def test_read_symbols_of_a_real_object(tmp_path):
     subprocess.run(["cc", "-c", "a.c"], cwd=tmp_path, check=True)
     symbols = read_symbols("nm", [tmp_path / "a.o"])[tmp_path / "a.o"]
     assert symbols.defined == {"f"} and symbols.undefined == {"g"}
+
+
+def test_lto_archives_without_that_llvm_are_refused_naming_the_version(tmp_path):
+    with pytest.raises(
+        PyfreightError, match=r"LLVM 99 bitcode.*ld\.lld, llvm-ar, llvm-nm.*apt-get install clang-99"
+    ):
+        find_toolchain("llvm-bitcode:99", "cc", tmp_path)
+    with pytest.raises(PyfreightError, match="object_file_format 'mach-o'"):
+        find_toolchain("mach-o", "cc", tmp_path)
+
+
+def test_elf_archives_use_the_given_compiler(tmp_path):
+    toolchain = find_toolchain("elf", "gcc -O1", tmp_path)
+    assert toolchain.cc == ("gcc", "-O1") and toolchain.bitcode_llvm is None
+    assert "gcc" in toolchain.describe()
