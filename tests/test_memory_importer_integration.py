@@ -70,6 +70,9 @@ def binary(noopt_dist, tmp_path_factory) -> Path:
     (app / "apppkg" / "__init__.py").write_text("from .inner import VALUE\n")
     (app / "apppkg" / "inner.py").write_text("VALUE = 42\n")
     (app / "apppkg" / "data.txt").write_text("packed data file\n")
+    (app / "nspkg").mkdir()  # a namespace package: no __init__.py
+    (app / "nspkg" / "part.py").write_text("from . import other\nNAME = 'part'\n")
+    (app / "nspkg" / "other.py").write_text("NAME = 'other'\n")
     out = tmp_path_factory.mktemp("memory") / "python-memory"
     embed(noopt_dist.full, out, selection="all", cc="gcc", memory=PackOptions(apps=[app]))
     return out
@@ -132,6 +135,9 @@ import importlib.resources, inspect, json, pkgutil, sys, traceback
 import appmod, apppkg
 from apppkg import inner
 assert appmod.greet() == "hello from appmod"
+import nspkg.part
+assert nspkg.part.NAME == "part" and nspkg.part.other.NAME == "other"
+assert nspkg.__spec__.origin is None and "Namespace" in type(nspkg.__loader__).__name__
 assert apppkg.VALUE == inner.VALUE == 42
 assert importlib.resources.files("apppkg").joinpath("data.txt").read_text() == "packed data file\n"
 assert apppkg.__spec__.submodule_search_locations == apppkg.__path__
