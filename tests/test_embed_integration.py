@@ -87,3 +87,19 @@ def test_emit_lib_links_the_documented_example(tree, tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == '{"embedded": [3, 14]}'
+
+
+def test_embed_output_is_reproducible(tree, tmp_path):
+    """Two links in different scratch folders give the same bytes: no temporary paths,
+    timestamps or owners reach the executable or the library."""
+    outputs = []
+    for run in ("one", "two"):
+        (tmp_path / run).mkdir()
+        binary, library = tmp_path / run / "python-min", tmp_path / run / "libpython.a"
+        embed(tree, binary, selection="minimal", cc="gcc", keep_work=tmp_path / run / "work")
+        embed(
+            tree, library, selection="minimal", cc="gcc", emit_lib=True, keep_work=tmp_path / run / "libwork"
+        )
+        outputs.append((binary.read_bytes(), library.read_bytes()))
+    assert outputs[0][0] == outputs[1][0], "the interpreter differs between two links"
+    assert outputs[0][1] == outputs[1][1], "the static library differs between two runs"

@@ -63,7 +63,9 @@ def stdlib_names(tree) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def binary(noopt_dist, tmp_path_factory) -> Path:
+def app(tmp_path_factory) -> Path:
+    """Application code packed beside the stdlib: a module, a package with a data file,
+    a namespace package."""
     app = tmp_path_factory.mktemp("app")
     (app / "appmod.py").write_text("def greet():\n    return 'hello from appmod'\n")
     (app / "apppkg").mkdir()
@@ -73,6 +75,11 @@ def binary(noopt_dist, tmp_path_factory) -> Path:
     (app / "nspkg").mkdir()  # a namespace package: no __init__.py
     (app / "nspkg" / "part.py").write_text("from . import other\nNAME = 'part'\n")
     (app / "nspkg" / "other.py").write_text("NAME = 'other'\n")
+    return app
+
+
+@pytest.fixture(scope="module")
+def binary(noopt_dist, app, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("memory") / "python-memory"
     embed(noopt_dist.full, out, selection="all", cc="gcc", memory=PackOptions(apps=[app]))
     return out
@@ -173,3 +180,17 @@ def test_pythonpath_is_honoured_unless_isolated(binary):
     assert (plain.stdout.strip(), isolated.stdout.strip()) == ("True", "False"), (
         plain.stderr + isolated.stderr
     )
+
+
+def test_memory_binary_is_reproducible(binary, noopt_dist, tmp_path):
+    """The same archive and options give the same executable, blob included."""
+    app = binary.parent.parent / "app0"
+    again = tmp_path / "python-memory"
+    embed(
+        noopt_dist.full,
+        again,
+        selection="all",
+        cc="gcc",
+        memory=PackOptions(apps=[app] if app.is_dir() else []),
+    )
+    assert again.read_bytes() == binary.read_bytes()
