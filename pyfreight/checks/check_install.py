@@ -203,6 +203,16 @@ def _misc():
     return readline._READLINE_LIBRARY_VERSION
 
 
+@check("a free-threaded build runs without the GIL")
+def _free_threading():
+    if not sysconfig.get_config_var("Py_GIL_DISABLED"):
+        assert sys._is_gil_enabled(), "a default build reports the GIL disabled"
+        return "not a free-threaded build; the GIL is on"
+    assert not sys._is_gil_enabled(), "Py_GIL_DISABLED build, yet the GIL is enabled"
+    assert sys.abiflags == "t", f"abiflags {sys.abiflags!r}, expected 't'"
+    return "GIL disabled, abiflags t"
+
+
 @check("hashlib uses OpenSSL, with sha3 and blake2")
 def _hashlib():
     import hashlib
