@@ -31,7 +31,10 @@ if [ -n "${PGO_PROFILE:-}" ]; then
 fi
 make -j"$JOBS"
 bash -euo pipefail "$RECIPE_DIR/export-build.sh"
-make install
+# compileall in one process: with parallel workers (CPython's default -j0) a .pyc can
+# depend on which other files the same worker compiled first (a constant shared in one
+# build, duplicated in the next), so archives would not reproduce. Serial costs ~30 s.
+make install COMPILEALL_OPTS=-j1
 # The merged profile of a PGO build is an output of its own (--pgo-profile reuses it).
 if [ -f code.profclangd ]; then cp code.profclangd "$OUTPUT_DIR/pgo.profdata"; fi
 # Run-time data the built-in modules need, kept relative to the interpreter:
