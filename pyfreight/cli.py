@@ -183,6 +183,7 @@ def cmd_embed(args: argparse.Namespace) -> None:
         keep_work=Path(args.work_dir).resolve() if args.work_dir else None,
         memory=memory,
         pie=args.pie,
+        strip=args.strip,
     )
     say(f"embed: {time.monotonic() - started:.1f} s")
     print(f"output:     {result.output}")

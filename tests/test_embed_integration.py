@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from elftools.elf.elffile import ELFFile
 
 from pyfreight.embed import embed
 from pyfreight.tarball import extract
@@ -42,8 +43,11 @@ def _run(binary: Path, tree: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_minimal_interpreter_with_gcc(noopt_dist, tree, tmp_path):
     out = tmp_path / "python-minimal"
-    result = embed(noopt_dist.full, out, selection="minimal", cc="gcc")
+    result = embed(noopt_dist.full, out, selection="minimal", cc="gcc", strip=True)
     assert set(DROPPED_BY_MINIMAL) <= set(result.dropped)
+    with out.open("rb") as fh:
+        sections = [s.name for s in ELFFile(fh).iter_sections()]
+    assert not [s for s in sections if s.startswith(".debug")], sections
     probe = _run(
         out,
         tree,
