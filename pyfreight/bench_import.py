@@ -14,7 +14,7 @@ import os
 import statistics
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight.errors import PyfreightError
@@ -231,7 +231,7 @@ def run_bench_import(
         "ratios": ratios,
         "targets": TARGETS,
         "breakdown_seconds": parts,
-        "commands": {label: asdict(m)["command"][:1] for label, m in results.items()},
+        "executables": {label: m.command[0] for label, m in results.items()},
     }
     out.write_text(json.dumps(report, indent=2) + "\n")
     (out.with_suffix(".txt")).write_text(table + "\n")

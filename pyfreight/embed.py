@@ -202,8 +202,9 @@ def build_libpython(plan: EmbedPlan, linker: Linker) -> Path:
     cflags = [*plan.archive.build_info["inittab_cflags"], "-O2", "-fPIC", f"-I{plan.archive.include_dir}"]
     config_o = linker.compile(config_c, cflags)
     library = linker.work / f"libpython{plan.archive.version}.a"
-    say(f"embed: archiving {len(plan.library_objects()) + 1} objects into {library.name}")
-    linker.archive(library, [*plan.library_objects(), config_o])
+    objects = [*plan.library_objects(), config_o]
+    say(f"embed: archiving {len(objects)} objects into {library.name}")
+    linker.archive(library, objects)
     return library
 
 
@@ -244,6 +245,11 @@ def self_contained_library(linker: Linker, libraries: Sequence[Path], output: Pa
     archives member by member, keeping members that share a name."""
     partial = output.with_name(f".{output.name}.partial")
     partial.unlink(missing_ok=True)
+    unquotable = [str(p) for p in (partial, *libraries) if any(c in str(p) for c in " \t\n;*")]
+    if unquotable:  # MRI scripts have no quoting
+        raise PyfreightError(
+            f"--emit-lib cannot name {unquotable[0]!r} in an ar script: use a path without spaces"
+        )
     script = linker.work / "merge.mri"
     script.write_text(f"CREATE {partial}\n" + "".join(f"ADDLIB {lib}\n" for lib in libraries) + "SAVE\nEND\n")
     try:
