@@ -148,11 +148,14 @@ def newest_mtime(path: Path) -> int | None:
 
 
 def read_member(path: Path, name: str) -> bytes:
-    with tarfile.open(path) as tar:
-        fh = tar.extractfile(name)
-        if fh is None:
-            raise KeyError(name)
-        return fh.read()
+    """One member's bytes, from any archive open_tar reads (zstd streams included)."""
+    with open_tar(path) as tar:
+        for member in tar:
+            if member.name == name:
+                fh = tar.extractfile(member)
+                if fh is not None:
+                    return fh.read()
+    raise KeyError(name)
 
 
 def extract(path: Path, dest: Path) -> None:

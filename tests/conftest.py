@@ -36,16 +36,6 @@ def write_recipe(root: Path, name: str, depends=(), build: str = "true\n", **ove
     return folder
 
 
-def read_member_zst(archive: Path, name: str) -> bytes:
-    from pyfreight.tarball import open_tar
-
-    with open_tar(archive) as tar:
-        for member in tar:
-            if member.name == name:
-                return tar.extractfile(member).read()
-    raise KeyError(name)
-
-
 @pytest.fixture(scope="session")
 def noopt_dist(tmp_path_factory):
     """The archives of a real CPython 3.14 noopt build (built once per test session and
@@ -53,13 +43,14 @@ def noopt_dist(tmp_path_factory):
     from pyfreight.cpython import build_cpython
     from pyfreight.distribution import Distribution, write_distribution
     from pyfreight.paths import DEFAULT_TARGET, default_workspace
+    from pyfreight.tarball import read_member
 
     # For iterating on the tests that only read archives: reuse ones already written.
     existing = os.environ.get("PYFREIGHT_TEST_NOOPT_FULL_ARCHIVE")
     if existing:
         full = Path(existing).resolve()
         only = full.with_name(full.name.replace("-full.tar.zst", "-install_only.tar.gz"))
-        document = json.loads(read_member_zst(full, "python/PYTHON.json"))
+        document = json.loads(read_member(full, "python/PYTHON.json"))
         return Distribution(
             full, only, only.with_name(only.name.replace(".tar.gz", "_stripped.tar.gz")), document
         )

@@ -36,7 +36,8 @@ def _run(binary: Path, tree: Path, *args: str) -> subprocess.CompletedProcess:
     """Runs `binary` from the archive's install tree's bin/, where it finds the stdlib
     as the distribution's own python3 does (so -I works, which ignores PYTHONHOME)."""
     installed = tree / "install" / "bin" / binary.name
-    shutil.copy2(binary, installed)
+    if not installed.exists() or installed.stat().st_mtime_ns != binary.stat().st_mtime_ns:
+        shutil.copy2(binary, installed)  # once per linked binary, not once per run
     env = {"PATH": os.environ["PATH"], "LC_ALL": "C.UTF-8"}
     return subprocess.run([str(installed), *args], capture_output=True, text=True, env=env, timeout=600)
 
