@@ -15,11 +15,11 @@ from pyfreight.logs import say
 from pyfreight.paths import DEFAULT_TARGET, default_workspace
 
 if TYPE_CHECKING:
-    from pyfreight.cpython import CPythonBuild
+    from pyfreight.cpython.build import CPythonBuild
 
 
 def cmd_images(args: argparse.Namespace) -> None:
-    from pyfreight.images import ensure_images
+    from pyfreight.container.images import ensure_images
 
     image = ensure_images(default_workspace())
     packages = image.manifest.read_text().splitlines()
@@ -31,8 +31,8 @@ def cmd_images(args: argparse.Namespace) -> None:
 
 
 def cmd_recipes(args: argparse.Namespace) -> None:
-    from pyfreight.graph import build_order, check_graph
-    from pyfreight.recipes import load_all
+    from pyfreight.deps.graph import build_order, check_graph
+    from pyfreight.sources.recipes import load_all
 
     recipes = load_all()
     check_graph(recipes)
@@ -43,9 +43,9 @@ def cmd_recipes(args: argparse.Namespace) -> None:
 
 
 def cmd_fetch(args: argparse.Namespace) -> None:
-    from pyfreight.deps import fetch_all
-    from pyfreight.graph import check_graph
-    from pyfreight.recipes import load_all
+    from pyfreight.deps.graph import check_graph
+    from pyfreight.deps.scheduler import fetch_all
+    from pyfreight.sources.recipes import load_all
 
     recipes = load_all()
     check_graph(recipes)
@@ -62,7 +62,7 @@ def cmd_fetch(args: argparse.Namespace) -> None:
 
 
 def cmd_deps(args: argparse.Namespace) -> None:
-    from pyfreight.deps import build_deps
+    from pyfreight.deps.scheduler import build_deps
 
     started = time.monotonic()
     result = build_deps(
@@ -83,7 +83,7 @@ def cmd_deps(args: argparse.Namespace) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> None:
-    from pyfreight.cpython import build_cpython
+    from pyfreight.cpython.build import build_cpython
 
     started = time.monotonic()
     result = build_cpython(
@@ -101,7 +101,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     if result.profile:
         print(f"PGO profile:  {result.profile}")
     if args.check:
-        from pyfreight.check_install import check_install
+        from pyfreight.verify.check_install import check_install
 
         if not check_install(result.tree, default_workspace()):
             raise PyfreightError(f"{result.tree}: the install tree failed checks (see above)")
@@ -111,7 +111,7 @@ def cmd_build(args: argparse.Namespace) -> None:
 
 def _write_dist(build: CPythonBuild, release: str | None) -> None:
     """Writes the three archives of `build` to dist/ and prints their sizes."""
-    from pyfreight.distribution import write_distribution
+    from pyfreight.dist.write import write_distribution
 
     ws = default_workspace()
     dist = write_distribution(build, ws, ws.dist, release=release)
@@ -120,21 +120,21 @@ def _write_dist(build: CPythonBuild, release: str | None) -> None:
 
 
 def cmd_dist(args: argparse.Namespace) -> None:
-    from pyfreight.cpython import build_cpython
+    from pyfreight.cpython.build import build_cpython
 
     build = build_cpython(args.python, args.options, args.target, default_workspace(), jobs=args.jobs)
     _write_dist(build, args.release)
 
 
 def cmd_check_install(args: argparse.Namespace) -> None:
-    from pyfreight.check_install import check_install
+    from pyfreight.verify.check_install import check_install
 
     if not check_install(Path(args.tree), default_workspace(), tests=args.tests):
         raise PyfreightError(f"{args.tree}: the install tree failed checks (see above)")
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
-    from pyfreight.bench import run_bench
+    from pyfreight.bench.throughput import run_bench
 
     only = [n for n in (args.only or "").split(",") if n]
     path = run_bench(default_workspace(), args.python, args.target, args.jobs, only, fast=not args.rigorous)
@@ -142,7 +142,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> None:
-    from pyfreight.validate import validate
+    from pyfreight.verify.validate import validate
 
     failed = 0
     for archive in args.archives:
@@ -156,7 +156,7 @@ def cmd_validate(args: argparse.Namespace) -> None:
 
 
 def cmd_test_dist(args: argparse.Namespace) -> None:
-    from pyfreight.test_dist import check_distribution
+    from pyfreight.verify.test_dist import check_distribution
 
     for archive in args.archives:
         if not check_distribution(Path(archive), default_workspace(), tests=args.tests):
@@ -164,11 +164,11 @@ def cmd_test_dist(args: argparse.Namespace) -> None:
 
 
 def cmd_embed(args: argparse.Namespace) -> None:
-    from pyfreight.embed import embed
+    from pyfreight.embed.command import embed
 
     memory = None
     if args.memory_importer:
-        from pyfreight.embed_memory import PackOptions
+        from pyfreight.embed.memory import PackOptions
 
         memory = PackOptions(optimize=args.optimize, sources=args.sources, apps=[Path(a) for a in args.app])
     elif args.app:
@@ -195,7 +195,7 @@ def cmd_embed(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_import(args: argparse.Namespace) -> None:
-    from pyfreight.bench_import import ensure_archive, ensure_memory_binary, run_bench_import
+    from pyfreight.bench.imports import ensure_archive, ensure_memory_binary, run_bench_import
 
     if args.runs < 10:
         raise PyfreightError(f"--runs {args.runs}: a median needs at least 10 runs of each command")
@@ -210,7 +210,7 @@ def cmd_bench_import(args: argparse.Namespace) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
-    from pyfreight.reproduce import reproduce
+    from pyfreight.verify.reproduce import reproduce
 
     result = reproduce(Path(args.archive), default_workspace(), jobs=args.jobs)
     if not result.identical:

@@ -6,7 +6,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent
+IN_CONTAINER_DIR = PACKAGE_DIR / "in_container"  # scripts run by an interpreter inside a container
 RECIPES_DIR = REPO_ROOT / "recipes"
 SCHEMA_DIR = REPO_ROOT / "schema"
 DOCKERFILES_DIR = REPO_ROOT / "dockerfiles"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pyfreight.recipes import Source
+from pyfreight.sources.recipes import Source
 
 
 def make_source(tmp_path: Path, name: str = "demo-1.0.tar", data: bytes = b"x" * 5000) -> Source:
@@ -40,10 +40,10 @@ def write_recipe(root: Path, name: str, depends=(), build: str = "true\n", **ove
 def noopt_dist(tmp_path_factory):
     """The archives of a real CPython 3.14 noopt build (built once per test session and
     shared by the distribution and embed tests: the build is the expensive part)."""
-    from pyfreight.cpython import build_cpython
-    from pyfreight.distribution import Distribution, write_distribution
+    from pyfreight.cpython.build import build_cpython
+    from pyfreight.dist.write import Distribution, write_distribution
+    from pyfreight.formats.tarball import read_member
     from pyfreight.paths import DEFAULT_TARGET, default_workspace
-    from pyfreight.tarball import read_member
 
     # For iterating on the tests that only read archives: reuse ones already written.
     existing = os.environ.get("PYFREIGHT_TEST_NOOPT_FULL_ARCHIVE")

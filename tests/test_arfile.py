@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from pyfreight.arfile import nondeterministic_members
+from pyfreight.formats.arfile import nondeterministic_members
 
 
 def member(name: str, data: bytes, mtime: int = 0, uid: int = 0) -> bytes:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pyfreight.bench import _targets, geometric_mean, load_suite, median_seconds, render_table
+from pyfreight.bench.throughput import _targets, geometric_mean, load_suite, median_seconds, render_table
 from pyfreight.errors import PyfreightError
 
 

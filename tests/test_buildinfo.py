@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from pyfreight.buildinfo import _expand, inittab, setup_rules
-from pyfreight.cpython import load_versions
-from pyfreight.fetch import fetch_source
+from pyfreight.cpython.build import load_versions
+from pyfreight.cpython.buildinfo import _expand, inittab, setup_rules
+from pyfreight.cpython.setup_local import load_extension_data, parse_setup, render_setup_local
+from pyfreight.formats.tarball import read_member
 from pyfreight.paths import default_workspace
-from pyfreight.setup_local import load_extension_data, parse_setup, render_setup_local
-from pyfreight.tarball import read_member
+from pyfreight.sources.fetch import fetch_source
 
 _, VERSIONS = load_versions()
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pyfreight import toolchain
-from pyfreight.images import BuildImage
-from pyfreight.recipes import load_recipe
-from pyfreight.runner import recipe_key
+from pyfreight.container.images import BuildImage
+from pyfreight.deps.recipe_build import recipe_key
+from pyfreight.sources.recipes import load_recipe
 from tests.conftest import write_recipe
 
 IMAGE = BuildImage(tag="pyfreight-build:test", image_id="sha256:" + "1" * 64, manifest=Path("/dev/null"))

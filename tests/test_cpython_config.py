@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyfreight.cpython_config import BuildOptions, compiler_env, configure_args
+from pyfreight.cpython.options import BuildOptions, compiler_env, configure_args
 from pyfreight.errors import PyfreightError
 
 

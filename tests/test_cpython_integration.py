@@ -8,11 +8,11 @@ import tarfile
 
 import pytest
 
-from pyfreight.check_install import check_install
-from pyfreight.cpython import build_cpython
-from pyfreight.elfcheck import check_tree
+from pyfreight.cpython.build import build_cpython
+from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.paths import DEFAULT_TARGET, default_workspace
-from pyfreight.relocate import find_build_paths
+from pyfreight.verify.check_install import check_install
+from pyfreight.verify.elfcheck import check_tree
 
 pytestmark = pytest.mark.container
 

@@ -12,10 +12,10 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
 
-from pyfreight.deps import build_deps
-from pyfreight.images import ensure_images
+from pyfreight.container.images import ensure_images
+from pyfreight.deps.scheduler import build_deps
 from pyfreight.paths import DEFAULT_TARGET, Workspace, default_workspace
-from pyfreight.recipes import load_all
+from pyfreight.sources.recipes import load_all
 
 pytestmark = pytest.mark.container
 NAMES = ["openssl", "xz", "zlib"]

@@ -9,12 +9,12 @@ import tarfile
 
 import pytest
 
+from pyfreight.dist.python_json import schema_errors
+from pyfreight.formats.tarball import members as archive_members
 from pyfreight.paths import default_workspace
-from pyfreight.python_json import schema_errors
-from pyfreight.reproduce import reproduce
-from pyfreight.tarball import members as archive_members
-from pyfreight.test_dist import check_distribution
-from pyfreight.validate import validate
+from pyfreight.verify.reproduce import reproduce
+from pyfreight.verify.test_dist import check_distribution
+from pyfreight.verify.validate import validate
 
 pytestmark = pytest.mark.container
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pyfreight.embed import generate_config_c
-from pyfreight.embed_select import is_copyleft, select_extensions
-from pyfreight.embed_symbols import Symbols, needed_by_link, read_symbols
-from pyfreight.embed_toolchain import find_toolchain
+from pyfreight.embed.host_toolchain import find_toolchain
+from pyfreight.embed.link import generate_config_c
+from pyfreight.embed.select import is_copyleft, select_extensions
+from pyfreight.embed.symbols import Symbols, needed_by_link, read_symbols
 from pyfreight.errors import PyfreightError
 
 

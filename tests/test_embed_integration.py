@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from pyfreight.embed import embed
-from pyfreight.tarball import extract
+from pyfreight.embed.command import embed
+from pyfreight.formats.tarball import extract
 
 pytestmark = pytest.mark.container
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECKS = ROOT / "pyfreight" / "checks" / "check_install.py"
+CHECKS = ROOT / "pyfreight" / "in_container" / "interpreter_checks.py"
 DROPPED_BY_MINIMAL = ["_ssl", "_sqlite3", "zlib", "_decimal", "_tkinter", "_ctypes"]
 
 

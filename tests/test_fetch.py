@@ -12,7 +12,7 @@ import time
 import pytest
 
 from pyfreight.errors import PyfreightError
-from pyfreight.fetch import fetch_source
+from pyfreight.sources.fetch import fetch_source
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_falls_through_unreachable_upstream_to_debian_pool(tmp_path, server, sou
     pool = served / "pool/main/d/demo"
     pool.mkdir(parents=True)
     (pool / "demo_1.0.orig.tar").write_bytes((tmp_path / "origin" / src.file).read_bytes())
-    from pyfreight.recipes import DebianLocation
+    from pyfreight.sources.recipes import DebianLocation
 
     src = dataclasses.replace(
         src,

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from pyfreight.deps.graph import build_order, check_graph, closure
 from pyfreight.errors import PyfreightError
-from pyfreight.graph import build_order, check_graph, closure
-from pyfreight.recipes import load_all
+from pyfreight.sources.recipes import load_all
 from tests.conftest import write_recipe
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import os
 
-from pyfreight import images
+from pyfreight.container import images
 
 
 def test_absolute_symlinks_become_relative(tmp_path):

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pyfreight.bench_import import LIST_MODULES
-from pyfreight.embed import embed
-from pyfreight.embed_memory import PackOptions
-from pyfreight.tarball import extract
+from pyfreight.bench.imports import LIST_MODULES
+from pyfreight.embed.command import embed
+from pyfreight.embed.memory import PackOptions
+from pyfreight.formats.tarball import extract
 
 pytestmark = pytest.mark.container
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from pyfreight.errors import PyfreightError
-from pyfreight.mirrors import find_debian_mirrors, pool_url
+from pyfreight.sources.mirrors import find_debian_mirrors, pool_url
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pyfreight.cpython import _check_profile
-from pyfreight.cpython_config import BuildOptions
+from pyfreight.cpython.build import _check_profile
+from pyfreight.cpython.options import BuildOptions
 from pyfreight.errors import PyfreightError
 
 INDEXED_MAGIC = (0x8169666F72706CFF).to_bytes(8, "little")  # llvm/ProfileData/InstrProf.h

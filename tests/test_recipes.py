@@ -6,9 +6,9 @@ import re
 
 import pytest
 
+from pyfreight.deps.graph import build_order, check_graph
 from pyfreight.errors import PyfreightError
-from pyfreight.graph import build_order, check_graph
-from pyfreight.recipes import load_all, load_recipe
+from pyfreight.sources.recipes import load_all, load_recipe
 from tests.conftest import write_recipe
 
 RECIPES = load_all()

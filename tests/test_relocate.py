@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
+from pyfreight.cpython.relocate import find_build_paths, make_relocatable, scrub_flags
 from pyfreight.errors import PyfreightError
-from pyfreight.relocate import find_build_paths, make_relocatable, scrub_flags
 
 CC = "clang-19 --target=x86_64-linux-gnu --sysroot=/sysroot"
 

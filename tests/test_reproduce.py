@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pyfreight.errors import PyfreightError
-from pyfreight.reproduce import compare, parse_name
-from pyfreight.tarball import write_tar
+from pyfreight.formats.tarball import write_tar
+from pyfreight.verify.reproduce import compare, parse_name
 
 
 def _archive(tmp_path: Path, name: str, files: dict[str, str]) -> Path:

@@ -11,11 +11,11 @@ import tarfile
 import pytest
 import yaml
 
-from pyfreight.deps import build_deps
+from pyfreight.container.images import ensure_images
+from pyfreight.deps.scheduler import build_deps
 from pyfreight.errors import PyfreightError
-from pyfreight.images import ensure_images
 from pyfreight.paths import DEFAULT_TARGET, Workspace, default_workspace
-from pyfreight.recipes import load_all
+from pyfreight.sources.recipes import load_all
 
 pytestmark = pytest.mark.container
 

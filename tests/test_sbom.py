@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pyfreight.cpython import cpython_source
+from pyfreight.cpython.build import cpython_source
+from pyfreight.dist.sbom import checked, make_sbom, sbom_errors
 from pyfreight.errors import PyfreightError
-from pyfreight.recipes import load_all
-from pyfreight.sbom import checked, make_sbom, sbom_errors
+from pyfreight.sources.recipes import load_all
 
 
 def _sbom(**overrides) -> dict:

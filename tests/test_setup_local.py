@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from pyfreight.cpython import load_versions
-from pyfreight.errors import PyfreightError
-from pyfreight.fetch import fetch_source
-from pyfreight.paths import default_workspace
-from pyfreight.setup_local import (
+from pyfreight.cpython.build import load_versions
+from pyfreight.cpython.setup_local import (
     ExtensionData,
     load_extension_data,
     parse_setup,
     render_setup_local,
     required_recipes,
 )
-from pyfreight.tarball import read_member
+from pyfreight.errors import PyfreightError
+from pyfreight.formats.tarball import read_member
+from pyfreight.paths import default_workspace
+from pyfreight.sources.fetch import fetch_source
 
 _, VERSIONS = load_versions()
 DATA = load_extension_data()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tarfile
 
-from pyfreight.tarball import tar_directory
+from pyfreight.formats.tarball import tar_directory
 
 
 def populate(root, mtime, mode):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pyfreight.validate import validate
+from pyfreight.verify.validate import validate
 
 HOST_BINARY = Path(shutil.which("ls") or "/bin/ls")  # built against the host's newer glibc
 

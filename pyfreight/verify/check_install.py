@@ -10,15 +10,15 @@ from pathlib import Path
 
 import yaml
 
-from pyfreight import docker
-from pyfreight.elfcheck import check_tree
+from pyfreight.container import docker
+from pyfreight.container.images import ensure_runtime_image
+from pyfreight.cpython.relocate import installed_python_name
 from pyfreight.errors import PyfreightError
-from pyfreight.images import ensure_runtime_image
 from pyfreight.logs import say
-from pyfreight.paths import REPO_ROOT, Workspace
-from pyfreight.relocate import installed_python_name
+from pyfreight.paths import IN_CONTAINER_DIR, REPO_ROOT, Workspace
+from pyfreight.verify.elfcheck import check_tree
 
-CHECK_SCRIPT = Path(__file__).parent / "checks" / "check_install.py"
+CHECK_SCRIPT = IN_CONTAINER_DIR / "interpreter_checks.py"
 MOUNT = "/opt/py freight/python"  # unusual on purpose: a space, and not /install
 TEST_SUITE = REPO_ROOT / "cpython" / "test-suite.yaml"
 
@@ -55,7 +55,7 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
         # through a symlink from another directory, from another working directory
         'cd /tmp && pf-python -c "import sys, os; assert os.path.realpath(sys.prefix) == '
         f"'{MOUNT}', sys.prefix\" && echo 'PASS  runs through a symlink' && "
-        f'"{MOUNT}/bin/{python}" /check/check_install.py'
+        f'"{MOUNT}/bin/{python}" /check/interpreter_checks.py'
     )
     if tests != "none":
         command = shlex.join(test_suite_command(tree, python, tests))

@@ -23,19 +23,22 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyfreight import docker, images, sbom, toolchain
-from pyfreight.buildinfo import read_build_info
-from pyfreight.cpython import CPythonBuild
-from pyfreight.elfcheck import check_tree
+from pyfreight import toolchain
+from pyfreight.container import docker
+from pyfreight.container import images
+from pyfreight.dist import sbom
+from pyfreight.cpython.buildinfo import read_build_info
+from pyfreight.cpython.build import CPythonBuild
+from pyfreight.verify.elfcheck import check_tree
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say
-from pyfreight.paths import Workspace
-from pyfreight.python_json import Library, describe, object_file_format
-from pyfreight.recipes import load_all
-from pyfreight.relocate import installed_python_name
-from pyfreight.tarball import extract, newest_mtime, walk_sorted, write_tar
+from pyfreight.paths import IN_CONTAINER_DIR, Workspace
+from pyfreight.dist.python_json import Library, describe, object_file_format
+from pyfreight.sources.recipes import load_all
+from pyfreight.cpython.relocate import installed_python_name
+from pyfreight.formats.tarball import extract, newest_mtime, walk_sorted, write_tar
 
-DESCRIBE_SCRIPT = Path(__file__).parent / "checks" / "describe_python.py"
+DESCRIBE_SCRIPT = IN_CONTAINER_DIR / "describe_python.py"
 # Where the tree is mounted while the interpreter describes itself: the prefix
 # python-build-standalone's config vars name, so packers see familiar values.
 PROBE_PREFIX = "/install"
@@ -82,7 +85,7 @@ def install_only_stem(version: str, release: str, target: str, options: str) -> 
 
 
 def _probe(tree: Path, ws: Workspace) -> dict:
-    """The interpreter's own account of itself (pyfreight/checks/describe_python.py)."""
+    """The interpreter's own account of itself (pyfreight/in_container/describe_python.py)."""
     image = images.ensure_runtime_image(ws)
     python = installed_python_name(tree)
     args = ["docker", "run", "--rm", "--network", "none", "-v", f"{tree}:{PROBE_PREFIX}:ro",

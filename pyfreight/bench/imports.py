@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.tarball import extract
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
-from pyfreight.tarball import extract
 
 TARGETS = {"stdlib import": 0.60, "start-up": 0.85}
 
@@ -156,9 +156,9 @@ def render(results: dict[str, Measurement], count: int, parts: dict[str, float])
 
 def ensure_archive(ws: Workspace, minor: str | None, options: str, target: str, jobs: int) -> Path:
     """The full archive of that build in dist/, building and writing it when missing."""
-    from pyfreight.cpython import build_cpython
-    from pyfreight.distribution import archive_stem, release_tag, write_distribution
-    from pyfreight.tarball import newest_mtime
+    from pyfreight.cpython.build import build_cpython
+    from pyfreight.dist.write import archive_stem, release_tag, write_distribution
+    from pyfreight.formats.tarball import newest_mtime
 
     build = build_cpython(minor, options, target, ws, jobs=jobs)
     epoch = newest_mtime(ws.downloads / build.source.source.file) or 0
@@ -173,8 +173,8 @@ def ensure_memory_binary(ws: Workspace, archive: Path, cc: str | None, pie: bool
     """The in-memory importer binary of `archive`, linked again only when the archive
     changed (a stamp records its size and mtime). The PIE one is linked as the archive's
     python3 is; the non-PIE one shows what relocation processing costs at start-up."""
-    from pyfreight.embed import embed
-    from pyfreight.embed_memory import PackOptions
+    from pyfreight.embed.command import embed
+    from pyfreight.embed.memory import PackOptions
 
     folder = ws.build / "bench-import" / archive.name.removesuffix(".tar.zst")
     folder.mkdir(parents=True, exist_ok=True)

@@ -22,8 +22,8 @@ import requests
 from tqdm import tqdm
 
 from pyfreight.errors import PyfreightError
-from pyfreight.mirrors import find_debian_mirrors, pool_url
-from pyfreight.recipes import Source
+from pyfreight.sources.mirrors import find_debian_mirrors, pool_url
+from pyfreight.sources.recipes import Source
 
 CONNECT_TIMEOUT_S = 5  # an unreachable upstream must cost seconds, not minutes
 READ_TIMEOUT_S = 60

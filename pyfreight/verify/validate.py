@@ -18,11 +18,11 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from pyfreight.elfcheck import ALLOWED_NEEDED, elf_facts
-from pyfreight.python_json import schema_errors
-from pyfreight.relocate import find_build_paths
-from pyfreight.sbom import sbom_errors
-from pyfreight.tarball import open_tar
+from pyfreight.cpython.relocate import find_build_paths
+from pyfreight.dist.python_json import schema_errors
+from pyfreight.dist.sbom import sbom_errors
+from pyfreight.formats.tarball import open_tar
+from pyfreight.verify.elfcheck import ALLOWED_NEEDED, elf_facts
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
 # Per target: the ELF machine, and the newest glibc symbol version allowed (the

@@ -1,39 +1,24 @@
-"""`pyfreight embed`: a custom interpreter (or static libpython) linked from a full
-archive alone, the way packers consume python-build-standalone archives.
-
-Everything comes from PYTHON.json: the core objects, each chosen extension's objects
-and link annotations (system libraries by name, shipped static libraries by path), the
-inittab compile flags and the object format. Nothing is read from build/ and no
-container runs; the host's C compiler does the work."""
+"""Linking from a full archive: what goes into the link (the plan, decided from
+PYTHON.json), config.c for the chosen modules, libpython, and the executable or the
+self-contained static library. Used by `pyfreight embed` for a plain interpreter and by
+the in-memory importer binary alike."""
 
 from __future__ import annotations
 
 import os
 import shlex
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from pyfreight.arfile import nondeterministic_members
-from pyfreight.embed_archive import OpenedArchive, open_archive
-from pyfreight.embed_select import Extension, dropped_extensions, select_extensions
-from pyfreight.embed_symbols import needed_by_link, read_symbols
-from pyfreight.embed_toolchain import HostToolchain, find_toolchain
+from pyfreight.embed.archive import OpenedArchive
+from pyfreight.embed.host_toolchain import HostToolchain
+from pyfreight.embed.select import Extension, dropped_extensions, select_extensions
+from pyfreight.embed.symbols import needed_by_link, read_symbols
 from pyfreight.errors import PyfreightError
-
-if TYPE_CHECKING:
-    from pyfreight.embed_memory import PackOptions
+from pyfreight.formats.arfile import nondeterministic_members
 from pyfreight.logs import say, tail
-
-MAIN_SOURCE = """\
-/* The interpreter's main(), as CPython's Programs/python.c. */
-#include "Python.h"
-
-int main(int argc, char **argv) { return Py_BytesMain(argc, argv); }
-"""
 
 
 @dataclass
@@ -71,11 +56,6 @@ class EmbedPlan:
 
     def system_libraries(self) -> list[str]:
         return list(dict.fromkeys(link["name"] for link in self._links() if link.get("system")))
-
-    def frameworks_or_unknown(self) -> list[str]:
-        return [
-            link["name"] for link in self._links() if not link.get("system") and not link.get("path_static")
-        ]
 
 
 def generate_config_c(extensions: Sequence[Extension]) -> str:
@@ -154,15 +134,6 @@ def link_flags(plan: EmbedPlan, toolchain: HostToolchain) -> list[str]:
         flags.append(f"-Wl,--exclude-libs,{hidden}")
     flags += ["-Wl,-z,relro,-z,now", "-Wl,-z,noexecstack", *toolchain.link_flags]
     return flags
-
-
-@dataclass(frozen=True)
-class EmbedResult:
-    output: Path
-    extensions: list[str]
-    dropped: list[str]
-    toolchain: str
-    link_line: str  # how a program links the static library (for --emit-lib)
 
 
 def plan_embed(archive: OpenedArchive, selection: str, nm: str) -> EmbedPlan:
@@ -270,61 +241,3 @@ def self_contained_library(linker: Linker, libraries: Sequence[Path], output: Pa
         os.replace(partial, output)
     finally:
         partial.unlink(missing_ok=True)
-
-
-def embed(
-    archive_path: Path,
-    output: Path,
-    selection: str = "all",
-    cc: str | None = None,
-    emit_lib: bool = False,
-    keep_work: Path | None = None,
-    memory: PackOptions | None = None,
-    pie: bool = True,
-    strip: bool = False,
-) -> EmbedResult:
-    """Links an interpreter (or with emit_lib just libpython.a) from `archive_path`; with
-    `memory`, one that imports its packed stdlib from memory. `pie=False` links a
-    position-dependent executable: no ASLR for its own code, but none of the ~70,000
-    relative relocations a PIE applies at every start. `strip` drops the debug info the
-    archive's objects carry (about half of an interpreter's size)."""
-    extra = ([] if pie else ["-no-pie"]) + (["-Wl,--strip-debug"] if strip else [])
-    output = output.resolve()
-    if not output.parent.is_dir():
-        raise PyfreightError(f"-o {output}: folder {output.parent} does not exist")
-    with tempfile.TemporaryDirectory(prefix="pyfreight-embed-") as scratch:
-        work = keep_work or Path(scratch)
-        work.mkdir(parents=True, exist_ok=True)
-        if memory and emit_lib:
-            raise PyfreightError(
-                "--memory-importer builds an executable; it does not combine with --emit-lib"
-            )
-        archive = open_archive(archive_path, work / "archive", whole_tree=memory is not None)
-        toolchain = find_toolchain(archive.build_info["object_file_format"], cc, work)
-        plan = plan_embed(archive, selection, toolchain.nm)
-        kept = f"{len(plan.extensions)} extension modules, {len(plan.dropped)} left out"
-        say(f"embed: {kept}; {toolchain.describe()}")
-        linker = Linker(toolchain, work)
-        if memory is not None:
-            from pyfreight.embed_memory import link_memory_importer
-
-            link_memory_importer(plan, linker, output, memory, extra)
-            return EmbedResult(
-                output, [e.name for e in plan.extensions], plan.dropped, toolchain.describe(), ""
-            )
-        library = build_libpython(plan, linker)
-        link_line = " ".join([output.name, *(f"-l{n}" for n in plan.system_libraries()), "-pthread"])
-        if emit_lib:
-            self_contained_library(linker, [library, *plan.static_libraries()], output)
-        else:
-            main_c = work / "main.c"
-            main_c.write_text(MAIN_SOURCE)
-            main_o = linker.compile(main_c, ["-O2", "-fPIE", f"-I{archive.include_dir}"])
-            link_executable(plan, linker, library, output, [main_o], extra)
-        return EmbedResult(
-            output=output,
-            extensions=[e.name for e in plan.extensions],
-            dropped=plan.dropped,
-            toolchain=toolchain.describe(),
-            link_line=link_line,
-        )

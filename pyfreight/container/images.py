@@ -22,12 +22,12 @@ from pathlib import Path
 
 import yaml
 
-from pyfreight import docker
+from pyfreight.container import docker
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.tarball import walk_sorted, write_tar
 from pyfreight.logs import say
-from pyfreight.mirrors import DebianMirrors, find_debian_mirrors
 from pyfreight.paths import DOCKERFILES_DIR, Workspace
-from pyfreight.tarball import walk_sorted, write_tar
+from pyfreight.sources.mirrors import DebianMirrors, find_debian_mirrors
 
 SPEC_FILE = DOCKERFILES_DIR / "images.yaml"
 

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from pyfreight import toolchain
-from pyfreight.cpython_config import INSTALL_PREFIX
+from pyfreight.cpython.options import INSTALL_PREFIX
 from pyfreight.errors import PyfreightError
 
 # What build-time strings become, longest first. Compilers become the host's cc/c++.

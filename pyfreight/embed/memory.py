@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyfreight import memimport
-from pyfreight.embed import EmbedPlan, Linker, build_libpython, link_executable
+from pyfreight.embed.link import EmbedPlan, Linker, build_libpython, link_executable
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say, tail
 

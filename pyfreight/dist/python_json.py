@@ -1,7 +1,7 @@
 """PYTHON.json: the machine-readable description of a distribution, field for field in
 python-build-standalone's format version 8, so that existing packers can read our
 archives. Every value comes from the build itself: the interpreter's own answers
-(pyfreight/checks/describe_python.py), the exported build folder (buildinfo) and
+(pyfreight/in_container/describe_python.py), the exported build folder (buildinfo) and
 the dependency artifacts; schema/PYTHON.json.schema.json is checked on every write."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import jsonschema
 
 from pyfreight import toolchain
-from pyfreight.buildinfo import BuildInfo
-from pyfreight.cpython_config import BuildOptions
+from pyfreight.cpython.buildinfo import BuildInfo
+from pyfreight.cpython.options import BuildOptions
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import SCHEMA_DIR
 

@@ -10,13 +10,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from pyfreight import docker
-from pyfreight.check_install import check_install
+from pyfreight.container import docker
+from pyfreight.container.images import ensure_runtime_image
 from pyfreight.errors import PyfreightError
-from pyfreight.images import ensure_runtime_image
+from pyfreight.formats.tarball import open_tar
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
-from pyfreight.tarball import open_tar
+from pyfreight.verify.check_install import check_install
 
 MOUNT = "/srv/unpacked dist/python"  # a space, and not where check-install puts trees
 RUN_TESTS_ARGS = ["test_json", "test_zlib"]  # quick: proves the entry point runs the suite

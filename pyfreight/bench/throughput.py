@@ -22,12 +22,12 @@ from pathlib import Path
 
 import yaml
 
-from pyfreight import docker, images
-from pyfreight.cpython import build_cpython, cpython_source
+from pyfreight.container import docker, images
+from pyfreight.cpython.build import build_cpython, cpython_source
+from pyfreight.cpython.relocate import installed_python_name
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say, tail
 from pyfreight.paths import REPO_ROOT, Workspace
-from pyfreight.relocate import installed_python_name
 
 SUITE_FILE = REPO_ROOT / "cpython" / "bench.yaml"
 BENCHMARKS_IN_WHEEL = "pyperformance/data-files/benchmarks"

@@ -9,14 +9,14 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
-from pyfreight import images
+from pyfreight.container import images
+from pyfreight.deps.graph import build_order, check_graph, closure
+from pyfreight.deps.recipe_build import Artifact, artifact_stem, build_recipe, cached_artifact, recipe_key
 from pyfreight.errors import PyfreightError
-from pyfreight.fetch import fetch_source
-from pyfreight.graph import build_order, check_graph, closure
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
-from pyfreight.recipes import Recipe, load_all
-from pyfreight.runner import Artifact, artifact_stem, build_recipe, cached_artifact, recipe_key
+from pyfreight.sources.fetch import fetch_source
+from pyfreight.sources.recipes import Recipe, load_all
 
 
 @dataclass

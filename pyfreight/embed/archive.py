@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.tarball import open_tar
 from pyfreight.logs import say
-from pyfreight.tarball import open_tar
 
 LINK_MEMBERS = ("python/PYTHON.json", "python/build/", "python/install/include/", "python/licenses/")
 

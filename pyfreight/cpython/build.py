@@ -15,21 +15,28 @@ from pathlib import Path
 
 import yaml
 
-from pyfreight import docker, images, relocate, toolchain
-from pyfreight.cachekey import file_digest
-from pyfreight.cpython_config import INSTALL_PREFIX, BuildOptions, compiler_env, configure_args
-from pyfreight.deps import build_deps
+from pyfreight import toolchain
+from pyfreight.container import docker, images
+from pyfreight.cpython import relocate
+from pyfreight.cpython.options import INSTALL_PREFIX, BuildOptions, compiler_env, configure_args
+from pyfreight.cpython.setup_local import (
+    load_extension_data,
+    parse_setup,
+    render_setup_local,
+    required_recipes,
+)
+from pyfreight.deps.cachekey import file_digest
+from pyfreight.deps.recipe_build import container_user, docker_run_args
+from pyfreight.deps.scheduler import build_deps
 from pyfreight.errors import PyfreightError
-from pyfreight.fetch import copy_verified, fetch_source
+from pyfreight.formats.tarball import extract, newest_mtime, read_member, walk_sorted, write_tar
 from pyfreight.logs import say
 from pyfreight.paths import REPO_ROOT, Workspace
-from pyfreight.recipes import DebianLocation, Source
-from pyfreight.runner import container_user, docker_run_args
-from pyfreight.setup_local import load_extension_data, parse_setup, render_setup_local, required_recipes
-from pyfreight.tarball import extract, newest_mtime, read_member, walk_sorted, write_tar
+from pyfreight.sources.fetch import copy_verified, fetch_source
+from pyfreight.sources.recipes import DebianLocation, Source
 
 CPYTHON_DIR = REPO_ROOT / "cpython"
-ENTRY_SCRIPT = Path(__file__).with_name("container_entry.sh")
+ENTRY_SCRIPT = Path(__file__).resolve().parent.parent / "container" / "entry.sh"
 # Files of cpython/ the container build uses.
 RECIPE_FILES = ("build.sh", "export-build.sh", "print-vars.mk", "tkinter-tcl-library.py")
 # Inside the build container: where build.sh leaves outputs other than the install

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from pyfreight import __version__
 from pyfreight.errors import PyfreightError
-from pyfreight.recipes import Recipe, Source
+from pyfreight.sources.recipes import Recipe, Source
 
 SPEC_VERSION = "1.6"
 # A fixed namespace: the serial number is a name-based UUID of the archive's name.

@@ -19,17 +19,18 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyfreight import docker, toolchain
-from pyfreight.arfile import nondeterministic_members
-from pyfreight.cachekey import artifact_key, file_digest
+from pyfreight import toolchain
+from pyfreight.container import docker
+from pyfreight.container.images import BuildImage
+from pyfreight.deps.cachekey import artifact_key, file_digest
 from pyfreight.errors import PyfreightError
-from pyfreight.fetch import copy_verified
-from pyfreight.images import BuildImage
+from pyfreight.formats.arfile import nondeterministic_members
+from pyfreight.formats.tarball import extract, newest_mtime, walk_sorted, write_tar
 from pyfreight.paths import Workspace
-from pyfreight.recipes import Recipe
-from pyfreight.tarball import extract, newest_mtime, walk_sorted, write_tar
+from pyfreight.sources.fetch import copy_verified
+from pyfreight.sources.recipes import Recipe
 
-ENTRY_SCRIPT = Path(__file__).with_name("container_entry.sh")
+ENTRY_SCRIPT = Path(__file__).resolve().parent.parent / "container" / "entry.sh"
 CONTAINER_USER = "1000:1000"  # the image's `builder`
 CONTAINER_HOSTNAME = "pyfreight"  # fixed, so no host name can reach an output
 # Fallback SOURCE_DATE_EPOCH when the first source is not a tarball (2025-01-01).

@@ -13,12 +13,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyfreight.cpython import build_cpython
-from pyfreight.distribution import write_distribution
+from pyfreight.cpython.build import build_cpython
+from pyfreight.dist.write import write_distribution
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.tarball import open_tar
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
-from pyfreight.tarball import open_tar
 
 FULL_NAME = re.compile(
     r"^cpython-(?P<version>3\.\d+\.\d+[a-z0-9]*)\+(?P<release>[^-]+)-(?P<target>.+)-(?P<options>[a-z+]+)-full\.tar\.zst$"

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from graphlib import CycleError, TopologicalSorter
 
 from pyfreight.errors import PyfreightError
-from pyfreight.recipes import Recipe
+from pyfreight.sources.recipes import Recipe
 
 
 def check_graph(recipes: Mapping[str, Recipe]) -> None:
