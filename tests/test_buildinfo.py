@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from pyfreight.cpython.build import load_versions
 from pyfreight.cpython.buildinfo import _expand, inittab, setup_rules
 from pyfreight.cpython.setup_local import load_extension_data, parse_setup, render_setup_local
+from pyfreight.cpython.versions import load_versions
 from pyfreight.formats.tarball import read_member
 from pyfreight.paths import default_workspace
 from pyfreight.sources.fetch import fetch_source

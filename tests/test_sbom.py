@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyfreight.cpython.build import cpython_source
+from pyfreight.cpython.versions import cpython_source
 from pyfreight.dist.sbom import checked, make_sbom, sbom_errors
 from pyfreight.errors import PyfreightError
 from pyfreight.sources.recipes import load_all

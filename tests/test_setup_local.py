@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from pyfreight.cpython.build import load_versions
 from pyfreight.cpython.setup_local import (
     ExtensionData,
     load_extension_data,
@@ -12,6 +11,7 @@ from pyfreight.cpython.setup_local import (
     render_setup_local,
     required_recipes,
 )
+from pyfreight.cpython.versions import load_versions
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import read_member
 from pyfreight.paths import default_workspace

@@ -23,8 +23,9 @@ from pathlib import Path
 import yaml
 
 from pyfreight.container import docker, images
-from pyfreight.cpython.build import build_cpython, cpython_source
+from pyfreight.cpython.build import build_cpython
 from pyfreight.cpython.relocate import installed_python_name
+from pyfreight.cpython.versions import cpython_source
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say, tail
 from pyfreight.paths import REPO_ROOT, Workspace

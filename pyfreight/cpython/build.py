@@ -13,8 +13,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from pyfreight import toolchain
 from pyfreight.container import docker, images
 from pyfreight.cpython import relocate
@@ -25,6 +23,7 @@ from pyfreight.cpython.setup_local import (
     render_setup_local,
     required_recipes,
 )
+from pyfreight.cpython.versions import CPythonSource, cpython_source
 from pyfreight.deps.cachekey import file_digest
 from pyfreight.deps.recipe_build import container_user, docker_run_args
 from pyfreight.deps.scheduler import build_deps
@@ -33,7 +32,6 @@ from pyfreight.formats.tarball import extract, newest_mtime, read_member, walk_s
 from pyfreight.logs import say
 from pyfreight.paths import REPO_ROOT, Workspace
 from pyfreight.sources.fetch import copy_verified, fetch_source
-from pyfreight.sources.recipes import DebianLocation, Source
 
 CPYTHON_DIR = REPO_ROOT / "cpython"
 ENTRY_SCRIPT = Path(__file__).resolve().parent.parent / "container" / "entry.sh"
@@ -46,14 +44,6 @@ PGO_PROFILE_INPUT = "/inputs/recipe/pgo.profdata"
 
 
 @dataclass(frozen=True)
-class CPythonSource:
-    minor: str
-    version: str
-    top_dir: str
-    source: Source
-
-
-@dataclass(frozen=True)
 class CPythonBuild:
     source: CPythonSource
     options: BuildOptions
@@ -63,25 +53,6 @@ class CPythonBuild:
     profile: Path | None  # the merged PGO profile (pgo builds only)
     objects: Path  # the exported build folder: objects, config.c, Setup files, make's lists
     dependencies: dict[str, Path]  # recipe name -> artifact it linked
-
-
-def load_versions() -> tuple[str, dict[str, CPythonSource]]:
-    data = yaml.safe_load((CPYTHON_DIR / "versions.yaml").read_text())
-    found = {}
-    for minor, entry in data["versions"].items():
-        s = entry["source"]
-        debian = DebianLocation(**s["debian"]) if "debian" in s else None
-        source = Source(s["file"], s["sha256"], s["size"], tuple(s["urls"]), debian)
-        found[str(minor)] = CPythonSource(str(minor), entry["version"], entry["top_dir"], source)
-    return str(data["default"]), found
-
-
-def cpython_source(minor: str | None) -> CPythonSource:
-    default, versions = load_versions()
-    minor = minor or default
-    if minor not in versions:
-        raise PyfreightError(f"no pinned CPython {minor}; pinned: {', '.join(sorted(versions))}")
-    return versions[minor]
 
 
 def _check_profile(options: BuildOptions, pgo_profile: Path | None) -> None:

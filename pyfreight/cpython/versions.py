@@ -1,0 +1,40 @@
+"""The pinned CPython sources (cpython/versions.yaml) and the default version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+
+from pyfreight.errors import PyfreightError
+from pyfreight.paths import REPO_ROOT
+from pyfreight.sources.recipes import DebianLocation, Source
+
+VERSIONS_FILE = REPO_ROOT / "cpython" / "versions.yaml"
+
+
+@dataclass(frozen=True)
+class CPythonSource:
+    minor: str
+    version: str
+    top_dir: str
+    source: Source
+
+
+def load_versions() -> tuple[str, dict[str, CPythonSource]]:
+    data = yaml.safe_load(VERSIONS_FILE.read_text())
+    found = {}
+    for minor, entry in data["versions"].items():
+        s = entry["source"]
+        debian = DebianLocation(**s["debian"]) if "debian" in s else None
+        source = Source(s["file"], s["sha256"], s["size"], tuple(s["urls"]), debian)
+        found[str(minor)] = CPythonSource(str(minor), entry["version"], entry["top_dir"], source)
+    return str(data["default"]), found
+
+
+def cpython_source(minor: str | None) -> CPythonSource:
+    default, versions = load_versions()
+    minor = minor or default
+    if minor not in versions:
+        raise PyfreightError(f"no pinned CPython {minor}; pinned: {', '.join(sorted(versions))}")
+    return versions[minor]
