@@ -4,6 +4,7 @@ import pytest
 
 from pyfreight.cpython.options import BuildOptions, compiler_env, configure_args
 from pyfreight.errors import PyfreightError
+from pyfreight.paths import DEFAULT_TARGET
 
 
 @pytest.mark.parametrize(
@@ -40,7 +41,7 @@ def test_bad_options_are_named():
 
 
 def test_recorded_flags_are_host_safe():
-    env = compiler_env(BuildOptions.parse("noopt"))
+    env = compiler_env(BuildOptions.parse("noopt"), DEFAULT_TARGET)
     for var in ("CFLAGS", "LDFLAGS"):
         assert "/tools" not in env[var] and "lld" not in env[var] and "sysroot" not in env[var]
     assert "-fuse-ld=lld" in env["LDFLAGS_NODIST"]

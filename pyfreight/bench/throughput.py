@@ -22,7 +22,8 @@ from pathlib import Path
 
 import yaml
 
-from pyfreight.container import docker, images
+from pyfreight.container import images
+from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import build_cpython
 from pyfreight.cpython.relocate import installed_python_name
 from pyfreight.cpython.versions import cpython_source
@@ -111,11 +112,20 @@ def _run_one(
     script = f"/bench/{BENCHMARKS_IN_WHEEL}/{folder}/run_benchmark.py"
     command = [interp.python, script, "--inherit-environ", "PYTHONPATH", "-o", f"/out/{result.name}"]
     command += (["--fast"] if fast else []) + extra
-    args = ["docker", "run", "--rm", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}"]
-    args += ["-e", "PYTHONPATH=/bench", "-e", "HOME=/tmp", "-v", f"{site}:/bench:ro", "-v", f"{out_dir}:/out"]
+    mounts = [Mount(site, "/bench"), Mount(out_dir, "/out", read_only=False)]
     if interp.mount:
-        args += ["-v", f"{interp.mount[0]}:{interp.mount[1]}:ro"]
-    docker.run_logged([*args, image, *command], log, f"benchmark {name} on {interp.label}")
+        mounts.append(Mount(*interp.mount))
+    spec = RunSpec(
+        image=image,
+        command=command,
+        what=f"benchmark {name} on {interp.label}",
+        output=log,
+        mounts=mounts,
+        env={"PYTHONPATH": "/bench", "HOME": "/tmp"},
+        user=f"{os.getuid()}:{os.getgid()}",
+        name_hint="bench",
+    )
+    run(spec)
     return result
 
 

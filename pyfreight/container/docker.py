@@ -1,4 +1,5 @@
-"""Thin wrapper over the docker CLI: every call logged, failures explained."""
+"""The docker engine and image queries, and logged host commands (debootstrap, docker
+build and import). Containers run through pyfreight.container.run alone."""
 
 from __future__ import annotations
 
@@ -39,13 +40,6 @@ def run_logged(args: Sequence[str], log: Path, what: str, stdin=None) -> None:
         proc = subprocess.run(args, stdout=fh, stderr=subprocess.STDOUT, stdin=stdin, env=DOCKER_ENV)
     if proc.returncode != 0:
         raise PyfreightError(f"{what} failed (exit {proc.returncode}); last lines of {log}:\n{tail(log, 50)}")
-
-
-def output(args: Sequence[str]) -> str:
-    proc = subprocess.run(args, capture_output=True, text=True, env=DOCKER_ENV)
-    if proc.returncode != 0:
-        raise PyfreightError(f"{' '.join(args)} failed: {proc.stderr.strip()}")
-    return proc.stdout
 
 
 def image_id(tag: str) -> str | None:

@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from pyfreight.container import docker
+from pyfreight.container.run import RunSpec, run
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import walk_sorted, write_tar
 from pyfreight.logs import say
@@ -202,20 +203,8 @@ def _ensure_build(spec: dict, ws: Workspace, base: str, sysroot_tar: Path) -> st
 def _write_manifest(tag: str, ws: Workspace) -> Path:
     path = ws.images / f"{tag.replace(':', '-')}.manifest.txt"
     if not path.exists():
-        text = docker.output(
-            [
-                "docker",
-                "run",
-                "--rm",
-                "--network",
-                "none",
-                tag,
-                "dpkg-query",
-                "-W",
-                "-f",
-                "${Package}=${Version}\n",
-            ]
-        )
+        query = ["dpkg-query", "-W", "-f", "${Package}=${Version}\n"]
+        text = run(RunSpec(image=tag, command=query, what=f"listing the packages of {tag}")).stdout
         tmp = path.with_suffix(".part")
         tmp.write_text("".join(sorted(text.splitlines(keepends=True))))
         os.replace(tmp, path)
@@ -243,8 +232,8 @@ def ensure_debian_python_image(ws: Workspace, minor: str) -> tuple[str, str] | N
     name = f"debian-python{minor}"
     tag = _ensure_rootfs_image(f"pyfreight-{name}:{_digest(name, suite)}", suite, ws, find_debian_mirrors())
     query = ["dpkg-query", "-W", "-f", "${Version}", f"python{minor}"]
-    version = docker.output(["docker", "run", "--rm", "--network", "none", tag, *query])
-    return tag, version.strip()
+    version = run(RunSpec(image=tag, command=query, what=f"asking {tag} for its python{minor}"))
+    return tag, version.stdout.strip()
 
 
 def ensure_images(ws: Workspace) -> BuildImage:

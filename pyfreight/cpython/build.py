@@ -3,18 +3,13 @@ into an install tree that is then made relocatable (pyfreight.relocate)."""
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
 import shutil
-import subprocess
-import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyfreight import toolchain
-from pyfreight.container import docker, images
+from pyfreight.container import images
 from pyfreight.cpython import relocate
 from pyfreight.cpython.options import INSTALL_PREFIX, BuildOptions, compiler_env, configure_args
 from pyfreight.cpython.setup_local import (
@@ -24,17 +19,18 @@ from pyfreight.cpython.setup_local import (
     required_recipes,
 )
 from pyfreight.cpython.versions import CPythonSource, cpython_source
-from pyfreight.deps.cachekey import file_digest
-from pyfreight.deps.recipe_build import container_user, docker_run_args
+from pyfreight.deps.container_build import BuildJob, job_key, run_build_job
+from pyfreight.deps.recipe_build import Artifact
 from pyfreight.deps.scheduler import build_deps
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.tarball import extract, newest_mtime, read_member, walk_sorted, write_tar
+from pyfreight.formats.tarball import newest_mtime, read_member, walk_sorted, write_tar
+from pyfreight.hashing import file_sha256
 from pyfreight.logs import say
 from pyfreight.paths import REPO_ROOT, Workspace
-from pyfreight.sources.fetch import copy_verified, fetch_source
+from pyfreight.records import record_matches, write_record
+from pyfreight.sources.fetch import fetch_source
 
 CPYTHON_DIR = REPO_ROOT / "cpython"
-ENTRY_SCRIPT = Path(__file__).resolve().parent.parent / "container" / "entry.sh"
 # Files of cpython/ the container build uses.
 RECIPE_FILES = ("build.sh", "export-build.sh", "print-vars.mk", "tkinter-tcl-library.py")
 # Inside the build container: where build.sh leaves outputs other than the install
@@ -48,6 +44,7 @@ class CPythonBuild:
     source: CPythonSource
     options: BuildOptions
     target: str
+    key: str  # the cache key: a hash of every input of the build
     tree: Path  # the relocatable install tree (install/ of the archive-to-be)
     artifact: Path  # deterministic tar of it
     profile: Path | None  # the merged PGO profile (pgo builds only)
@@ -94,113 +91,93 @@ def build_cpython(
     setup_local = render_setup_local(modules, extension_data, origin)
     deps = build_deps(required_recipes(modules, extension_data), target, ws, parallel=2, jobs=jobs)
     image = images.ensure_images(ws)
-    dependencies = {name: a.path for name, a in sorted(deps.artifacts.items())}
+    job = _cpython_job(src, options, target, setup_local, deps.artifacts, pgo_profile)
+    key = job_key(job, image, target)
 
-    args = configure_args(src.version, options)
-    flags = compiler_env(options)
     stem = f"cpython-{src.version}-{options}-{target}".replace("+", "_")
-    key = json.dumps(
-        {
-            "source": src.source.sha256,
-            "recipe": {name: file_digest(CPYTHON_DIR / name) for name in RECIPE_FILES},
-            "entry": file_digest(ENTRY_SCRIPT),
-            # the host-side rewriting of the installed tree is part of the product
-            "relocate": file_digest(Path(relocate.__file__)),
-            "setup_local": setup_local,
-            "configure": args,
-            "flags": flags,
-            "image": image.image_id,
-            "deps": {n: a.key for n, a in sorted(deps.artifacts.items())},
-            "pgo_profile": file_digest(pgo_profile) if pgo_profile else None,
-        },
-        sort_keys=True,
+    dependencies = {name: a.path for name, a in sorted(deps.artifacts.items())}
+    build = CPythonBuild(
+        source=src,
+        options=options,
+        target=target,
+        key=key,
+        tree=ws.build / stem,
+        artifact=ws.build / f"{stem}.tar",
+        profile=ws.build / f"{stem}.profdata" if options.pgo else None,
+        objects=ws.build / f"{stem}.build",
+        dependencies=dependencies,
     )
-    tree = ws.build / stem
-    artifact = ws.build / f"{stem}.tar"
-    meta = ws.build / f"{stem}.json"
-    profile = ws.build / f"{stem}.profdata" if options.pgo else None
-    objects = ws.build / f"{stem}.build"
-    fresh = meta.exists() and tree.is_dir() and artifact.exists() and objects.is_dir()
-    fresh = fresh and (profile is None or profile.exists())
-    if not force and fresh and json.loads(meta.read_text()).get("key") == key:
-        say(f"cpython {src.version} {options}: up to date ({artifact.name})")
-        return CPythonBuild(src, options, target, tree, artifact, profile, objects, dependencies)
+    record = ws.build / f"{stem}.json"
+    outputs = [build.tree, build.artifact, build.objects, *([build.profile] if build.profile else [])]
+    if not force and record_matches(record, key) and all(p.exists() for p in outputs):
+        say(f"cpython {src.version} {options}: up to date ({build.artifact.name})")
+        return build
 
     # From here on, nothing of an earlier build is trusted until the new record is written.
-    meta.unlink(missing_ok=True)
+    record.unlink(missing_ok=True)
     epoch = newest_mtime(tarball) or 0
     log = ws.logs / f"{stem}.log"
-    ws.scratch.mkdir(parents=True, exist_ok=True)
-    ws.logs.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="run-cpython-", dir=ws.scratch))
-    container = f"pyfreight-cpython-{secrets.token_hex(4)}"
+    training = "from the saved profile " if pgo_profile else ("with PGO training " if options.pgo else "")
+    say(f"cpython {src.version} {options}: building {training}(log: {log})")
     started = time.monotonic()
-    try:
-        staging.chmod(0o755)
-        inputs, prefix, install = staging / "inputs", staging / "prefix", staging / "install"
-        outputs = staging / "outputs"
-        (inputs / "sources").mkdir(parents=True)
-        (inputs / "recipe").mkdir()
-        copy_verified(src.source, ws.downloads, inputs / "sources" / src.source.file)
-        for name in RECIPE_FILES:
-            shutil.copy(CPYTHON_DIR / name, inputs / "recipe" / name)
-        (inputs / "recipe" / "Setup.local").write_text(setup_local)
-        if pgo_profile:
-            shutil.copy(pgo_profile, inputs / "recipe" / Path(PGO_PROFILE_INPUT).name)
-        shutil.copy(ENTRY_SCRIPT, inputs / "entry.sh")
-        for path in [inputs, *inputs.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        for folder in (prefix, install, outputs):
-            folder.mkdir()
-        for name in sorted(deps.artifacts):
-            extract(deps.artifacts[name].path, prefix)
-        user = container_user(prefix, install, outputs)
-        env = toolchain.build_environment(target, jobs, epoch) | flags
-        env |= {
-            "RECIPE_NAME": "cpython",
-            "RECIPE_VERSION": src.version,
-            "LICENSE_FILES": "",
-            "INSTALL_DIR": INSTALL_PREFIX,  # not INSTALL: configure reads that as a program
-            "PY_TARBALL": src.source.file,
-            "PY_TOPDIR": src.top_dir,
-            "CONFIGURE_ARGS": "\n".join(args),
-            "OUTPUT_DIR": OUTPUT_DIR,
-            "PGO_PROFILE": PGO_PROFILE_INPUT if pgo_profile else "",
-        }
-        training = "from the saved profile " if pgo_profile else ("with PGO training " if options.pgo else "")
-        say(f"cpython {src.version} {options}: building {training}(log: {log})")
-        log.write_text("")
-        mounts = ((install, INSTALL_PREFIX), (outputs, OUTPUT_DIR))
-        docker.run_logged(
-            docker_run_args(container, user, inputs, prefix, env, image, mounts),
-            log,
-            f"CPython {src.version} {options} build",
-        )
-        if os.geteuid() == 0:  # the container wrote as its own user; hand the files back
-            subprocess.run(["chown", "-R", "0:0", str(install), str(outputs)], check=True)
-        if profile is not None:
-            made = outputs / "pgo.profdata"
+    with run_build_job(job, image, target, jobs, epoch, ws, log) as finished:
+        install, outputs_dir = finished.output(INSTALL_PREFIX), finished.output(OUTPUT_DIR)
+        if build.profile is not None:
+            made = outputs_dir / "pgo.profdata"
             if not made.is_file():
                 raise PyfreightError(f"the {options} build left no merged PGO profile; see {log}")
-            made.replace(profile)
-        if objects.exists():
-            shutil.rmtree(objects)
-        shutil.move(outputs / "build", objects)
+            made.replace(build.profile)
+        _replace(build.objects, outputs_dir / "build")
         relocate.make_relocatable(install, src.version)
-        if tree.exists():
-            shutil.rmtree(tree)
-        shutil.move(install, tree)
-        write_tar(artifact, ((f"install/{p}", tree / p) for p in walk_sorted(tree)), epoch)
-        meta_tmp = meta.with_name(f".{meta.name}.part")
-        recorded = {"key": key, "version": src.version, "options": str(options)}
-        if profile is not None:
-            recorded["pgo_profile_sha256"] = file_digest(profile)
-        meta_tmp.write_text(json.dumps(recorded))
-        meta_tmp.replace(meta)
-        say(f"cpython {src.version} {options}: built in {time.monotonic() - started:.0f} s")
-        return CPythonBuild(src, options, target, tree, artifact, profile, objects, dependencies)
-    except BaseException:
-        docker.remove_container(container)
-        raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        _replace(build.tree, install)
+    tree = build.tree
+    write_tar(build.artifact, ((f"install/{p}", tree / p) for p in walk_sorted(tree)), epoch)
+    recorded = {"key": key, "version": src.version, "options": str(options)}
+    if build.profile is not None:
+        recorded["pgo_profile_sha256"] = file_sha256(build.profile)
+    write_record(record, recorded)
+    say(f"cpython {src.version} {options}: built in {time.monotonic() - started:.0f} s")
+    return build
+
+
+def _replace(dest: Path, new: Path) -> None:
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.move(new, dest)
+
+
+def _cpython_job(
+    src: CPythonSource,
+    options: BuildOptions,
+    target: str,
+    setup_local: str,
+    artifacts: Mapping[str, Artifact],
+    pgo_profile: Path | None,
+) -> BuildJob:
+    """CPython as a recipe: cpython/'s build files plus the generated Setup.local (and a
+    saved profile), the pinned source, every dependency artifact, and the configure
+    arguments and compiler variables in the environment."""
+    files: dict[str, Path | bytes] = {name: CPYTHON_DIR / name for name in RECIPE_FILES}
+    files["Setup.local"] = setup_local.encode()
+    if pgo_profile:
+        files[Path(PGO_PROFILE_INPUT).name] = pgo_profile
+    env = compiler_env(options, target) | {
+        "INSTALL_DIR": INSTALL_PREFIX,  # not INSTALL: configure reads that as a program
+        "PY_TARBALL": src.source.file,
+        "PY_TOPDIR": src.top_dir,
+        "CONFIGURE_ARGS": "\n".join(configure_args(src.version, options)),
+        "OUTPUT_DIR": OUTPUT_DIR,
+        "PGO_PROFILE": PGO_PROFILE_INPUT if pgo_profile else "",
+    }
+    return BuildJob(
+        name="cpython",
+        version=src.version,
+        sources=[src.source],
+        files=files,
+        env=env,
+        dependency_keys={name: a.key for name, a in sorted(artifacts.items())},
+        dependency_artifacts=[artifacts[name].path for name in sorted(artifacts)],
+        outputs=[INSTALL_PREFIX, OUTPUT_DIR],
+        # the host-side rewriting of the installed tree is part of the product
+        host_code={"relocate.py": Path(relocate.__file__)},
+    )

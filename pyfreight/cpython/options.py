@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from pyfreight import toolchain
 from pyfreight.errors import PyfreightError
-from pyfreight.paths import DEFAULT_TARGET
 
 BASE_OPTIONS = ("noopt", "debug", "lto", "pgo", "pgo+lto")
 INSTALL_PREFIX = "/install"  # inside the container; scrubbed from the installed tree
@@ -85,10 +84,10 @@ RECORDED_CFLAGS = "-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fstack-clash-pr
 RECORDED_LDFLAGS = "-Wl,-z,relro,-z,now -Wl,-z,noexecstack"
 
 
-def compiler_env(options: BuildOptions) -> dict[str, str]:
+def compiler_env(options: BuildOptions, target: str) -> dict[str, str]:
     """Compiler variables for CPython's configure: build-only flags (sysroot, lld,
     our prefix, path mapping) in the *_NODIST variables sysconfig does not pass on."""
-    env = toolchain.build_environment(DEFAULT_TARGET, jobs=1, source_date_epoch=0)
+    env = toolchain.build_environment(target, jobs=1, source_date_epoch=0)
     return {
         "CC": env["CC"],
         "CXX": env["CXX"],

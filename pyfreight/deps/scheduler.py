@@ -73,7 +73,8 @@ def build_deps(
         started = time.monotonic()
         say(f"{label}: building (log: {ws.logs / (artifact_stem(recipe, target) + '.log')})")
         inputs = [artifacts[d] for d in sorted(closure(recipes, recipe.depends))]
-        artifact = build_recipe(recipe, image, target, keys[name], inputs, ws, jobs)
+        direct = {d: keys[d] for d in sorted(recipe.depends)}
+        artifact = build_recipe(recipe, image, target, keys[name], inputs, direct, ws, jobs)
         say(f"{label}: built in {time.monotonic() - started:.1f} s")
         built.append(name)
         return artifact

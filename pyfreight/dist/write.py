@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight import toolchain
-from pyfreight.container import docker
+from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.container import images
 from pyfreight.dist import sbom
 from pyfreight.cpython.buildinfo import read_build_info
@@ -88,10 +88,15 @@ def _probe(tree: Path, ws: Workspace) -> dict:
     """The interpreter's own account of itself (pyfreight/in_container/describe_python.py)."""
     image = images.ensure_runtime_image(ws)
     python = installed_python_name(tree)
-    args = ["docker", "run", "--rm", "--network", "none", "-v", f"{tree}:{PROBE_PREFIX}:ro",
-            "-v", f"{DESCRIBE_SCRIPT}:/describe.py:ro", image,
-            f"{PROBE_PREFIX}/bin/{python}", "/describe.py"]  # fmt: skip
-    return json.loads(docker.output(args))
+    spec = RunSpec(
+        image=image,
+        command=[f"{PROBE_PREFIX}/bin/{python}", "/describe.py"],
+        what=f"describing {tree.name}",
+        mounts=[Mount(tree, PROBE_PREFIX), Mount(DESCRIBE_SCRIPT, "/describe.py")],
+        name_hint="describe",
+    )
+    facts: dict = json.loads(run(spec).stdout)
+    return facts
 
 
 def _stage_dependencies(build: CPythonBuild, scratch: Path) -> tuple[dict[str, Library], Members]:
@@ -255,10 +260,14 @@ def _stripped_copy(tree: Path, dest: Path, test_packages: list[str], ws: Workspa
         shutil.rmtree(stdlib / package.replace(".", "/"), ignore_errors=True)
     elf_files = [f.path for f in check_tree(dest)[0]]
     image = images.ensure_images(ws)
-    args = ["docker", "run", "--rm", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}",
-            "-v", f"{dest}:/tree", "-w", "/tree", image.image_id,
-            f"llvm-strip-{toolchain.LLVM}", "--strip-debug", *elf_files]  # fmt: skip
-    proc = subprocess.run(args, capture_output=True, text=True, env=docker.DOCKER_ENV)
-    if proc.returncode != 0:
-        raise PyfreightError(f"llvm-strip failed: {proc.stderr.strip()[-1000:]}")
+    spec = RunSpec(
+        image=image.image_id,
+        command=[f"llvm-strip-{toolchain.LLVM}", "--strip-debug", *elf_files],
+        what="llvm-strip",
+        mounts=[Mount(dest, "/tree", read_only=False)],
+        user=f"{os.getuid()}:{os.getgid()}",
+        workdir="/tree",
+        name_hint="strip",
+    )
+    run(spec)
     return dest

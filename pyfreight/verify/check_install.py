@@ -5,13 +5,12 @@ mounted read-only at a path with a space in it."""
 from __future__ import annotations
 
 import shlex
-import subprocess
 from pathlib import Path
 
 import yaml
 
-from pyfreight.container import docker
 from pyfreight.container.images import ensure_runtime_image
+from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.relocate import installed_python_name
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say
@@ -60,7 +59,12 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
     if tests != "none":
         command = shlex.join(test_suite_command(tree, python, tests))
         script += f" && echo 'running CPython tests ({tests})' && cd /tmp && {command}"
-    args = ["docker", "run", "--rm", "--network", "none", "-v", f"{tree}:{MOUNT}:ro",
-            "-v", f"{CHECK_SCRIPT.parent}:/check:ro", image, "sh", "-c", script]  # fmt: skip
-    proc = subprocess.run(args, env=docker.DOCKER_ENV)
-    return proc.returncode == 0 and not problems
+    spec = RunSpec(
+        image=image,
+        command=["sh", "-c", script],
+        what="check-install",
+        output="terminal",
+        mounts=[Mount(tree, MOUNT), Mount(CHECK_SCRIPT.parent, "/check")],
+        name_hint="check-install",
+    )
+    return run(spec, check=False).ok and not problems

@@ -6,12 +6,11 @@ entry of its PYTHON.json runs too."""
 from __future__ import annotations
 
 import json
-import subprocess
 import tempfile
 from pathlib import Path
 
-from pyfreight.container import docker
 from pyfreight.container.images import ensure_runtime_image
+from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import open_tar
 from pyfreight.logs import say
@@ -39,10 +38,16 @@ def check_distribution(archive: Path, ws: Workspace, tests: str = "subset") -> b
             document = json.loads(document_path.read_text())
             script = f"{MOUNT}/{document['run_tests']}"
             python = f"{MOUNT}/{document['python_exe']}"
-            args = ["docker", "run", "--rm", "--network", "none", "-v", f"{root}:{MOUNT}:ro",
-                    ensure_runtime_image(ws), python, script, *RUN_TESTS_ARGS]  # fmt: skip
+            spec = RunSpec(
+                image=ensure_runtime_image(ws),
+                command=[python, script, *RUN_TESTS_ARGS],
+                what="the run_tests entry",
+                output="terminal",
+                mounts=[Mount(root, MOUNT)],
+                name_hint="run-tests",
+            )
             say(f"test-dist: run_tests ({document['run_tests']} {' '.join(RUN_TESTS_ARGS)})")
-            ran = subprocess.run(args, env=docker.DOCKER_ENV)
-            print(f"{'PASS' if ran.returncode == 0 else 'FAIL'}  run_tests entry of PYTHON.json")
-            passed = passed and ran.returncode == 0
+            ran = run(spec, check=False).ok
+            print(f"{'PASS' if ran else 'FAIL'}  run_tests entry of PYTHON.json")
+            passed = passed and ran
     return passed

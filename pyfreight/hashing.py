@@ -1,0 +1,31 @@
+"""The one sha256 helper: files are read in chunks, so size does not matter."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+CHUNK = 1 << 20
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def bytes_sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def text_sha256(text: str) -> str:
+    return bytes_sha256(text.encode())
+
+
+def json_sha256(material: object) -> str:
+    """The sha256 of `material` as canonical JSON (sorted keys, no spaces)."""
+    blob = json.dumps(material, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()

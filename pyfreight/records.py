@@ -1,0 +1,33 @@
+"""Records of finished work, written beside what they describe: a small JSON file
+holding the cache key (a hash of every input) and facts about the outputs. A record is
+written last and atomically, so its presence with the right key means the work is
+complete; anything without one is not trusted."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """The record at `path`, or None when it is missing or unreadable."""
+    try:
+        data = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_record(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.part")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def record_matches(path: Path, key: str) -> dict[str, Any] | None:
+    """The record at `path` if it was written for exactly `key`."""
+    record = read_record(path)
+    return record if record is not None and record.get("key") == key else None
