@@ -101,9 +101,9 @@ def cmd_build(args: argparse.Namespace) -> None:
     if result.profile:
         print(f"PGO profile:  {result.profile}")
     if args.check:
-        from pyfreight.verify.check_install import check_install
+        from pyfreight.verify.check_install import check_build
 
-        if not check_install(result.tree, default_workspace()):
+        if not check_build(result, default_workspace()):
             raise PyfreightError(f"{result.tree}: the install tree failed checks (see above)")
     if args.dist:
         _write_dist(result, args.release)
@@ -115,7 +115,7 @@ def _write_dist(build: CPythonBuild, release: str | None) -> None:
 
     ws = default_workspace()
     dist = write_distribution(build, ws, ws.dist, release=release)
-    for path in (dist.full, dist.install_only, dist.install_only_stripped):
+    for path in dist.archives:
         print(f"{path.stat().st_size / 1e6:8.1f} MB  {path}")
 
 
@@ -218,12 +218,45 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     print(f"{args.archive}: reproduced, byte for byte identical")
 
 
+def _shared_options() -> dict[str, argparse.ArgumentParser]:
+    """Options several subcommands take, declared once (argparse parents)."""
+    python = argparse.ArgumentParser(add_help=False)
+    python.add_argument("--python", default=None, help="CPython minor version, e.g. 3.13 (default: 3.14)")
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--options",
+        default="pgo+lto",
+        help="noopt, debug, lto, pgo or pgo+lto, optionally freethreaded+… (default: %(default)s)",
+    )
+    target = argparse.ArgumentParser(add_help=False)
+    target.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(toolchain.TARGET_TRIPLES))
+    jobs = argparse.ArgumentParser(add_help=False)
+    jobs.add_argument(
+        "--jobs",
+        type=int,
+        default=toolchain.default_jobs(),
+        help="make jobs inside each build (default: cores, %(default)s)",
+    )
+    tests = argparse.ArgumentParser(add_help=False)
+    tests.add_argument(
+        "--tests",
+        choices=["subset", "full", "none"],
+        default="subset",
+        help="CPython's test suite: the subset in cpython/test-suite.yaml, all of it, or none",
+    )
+    return {"python": python, "options": options, "target": target, "jobs": jobs, "tests": tests}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pyfreight",
         description="Build standalone, relocatable CPython distributions.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    shared = _shared_options()
+
+    def parents(*names: str) -> list[argparse.ArgumentParser]:
+        return [shared[name] for name in names]
 
     p = sub.add_parser("images", help="build the pinned images that are missing; show them")
     p.set_defaults(func=cmd_images)
@@ -237,9 +270,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--offline", action="store_true", help="use only the cache and mirrors")
     p.set_defaults(func=cmd_fetch)
 
-    p = sub.add_parser("deps", help="build dependency recipes (default: all) as static libraries")
+    p = sub.add_parser(
+        "deps",
+        parents=parents("target", "jobs"),
+        help="build dependency recipes (default: all) as static libraries",
+    )
     p.add_argument("names", nargs="*", metavar="NAME", help="recipes to build (and their deps)")
-    p.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(toolchain.TARGET_TRIPLES))
     p.add_argument(
         "-j",
         "--parallel",
@@ -247,25 +283,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=min(2, toolchain.default_jobs()),
         help="recipes built at once (default: %(default)s)",
     )
-    p.add_argument(
-        "--jobs",
-        type=int,
-        default=toolchain.default_jobs(),
-        help="make jobs inside each build (default: cores, %(default)s)",
-    )
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
     p.add_argument("--offline", action="store_true", help="fetch only from the cache and mirrors")
     p.set_defaults(func=cmd_deps)
 
-    p = sub.add_parser("build", help="build CPython (dependencies first) into a relocatable tree")
-    p.add_argument("--python", default=None, help="minor version, e.g. 3.13 (default: 3.14)")
-    p.add_argument(
-        "--options",
-        default="pgo+lto",
-        help="noopt, debug, lto, pgo or pgo+lto, optionally freethreaded+… (default: %(default)s)",
+    p = sub.add_parser(
+        "build",
+        parents=parents("python", "options", "target", "jobs"),
+        help="build CPython (dependencies first) into a relocatable tree",
     )
-    p.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(toolchain.TARGET_TRIPLES))
-    p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs")
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
     p.add_argument("--no-check", dest="check", action="store_false", help="skip check-install afterwards")
     p.add_argument("--no-dist", dest="dist", action="store_false", help="skip writing the archives to dist/")
@@ -278,39 +304,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser(
-        "dist", help="write the distribution archives of a build to dist/ (building it if needed)"
+        "dist",
+        parents=parents("python", "options", "target", "jobs"),
+        help="write the distribution archives of a build to dist/ (building it if needed)",
     )
-    p.add_argument("--python", default=None, help="minor version, e.g. 3.13 (default: 3.14)")
-    p.add_argument("--options", default="pgo+lto", help="the build's options (default: %(default)s)")
-    p.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(toolchain.TARGET_TRIPLES))
-    p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs for builds")
     p.add_argument("--release", help="the {release} of the archive names (default: source date, YYYYMMDD)")
     p.set_defaults(func=cmd_dist)
 
-    p = sub.add_parser("check-install", help="check an install tree in a clean older Debian")
-    p.add_argument("tree", help="the install tree (e.g. build/cpython-3.14.7-noopt-…)")
-    p.add_argument(
-        "--tests",
-        choices=["subset", "full", "none"],
-        default="subset",
-        help="CPython's test suite: the subset in cpython/test-suite.yaml, all of it, or none",
+    p = sub.add_parser(
+        "check-install", parents=parents("tests"), help="check an install tree in a clean older Debian"
     )
+    p.add_argument("tree", help="the install tree (e.g. build/cpython-3.14.7-noopt-…)")
     p.set_defaults(func=cmd_check_install)
 
     p = sub.add_parser("validate", help="static checks of distribution archives (layout, PYTHON.json, ELF)")
     p.add_argument("archives", nargs="+", metavar="ARCHIVE")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("test-dist", help="unpack distribution archives and run the product checks on them")
-    p.add_argument("archives", nargs="+", metavar="ARCHIVE")
-    p.add_argument(
-        "--tests", choices=["subset", "full", "none"], default="subset", help="CPython's test suite"
+    p = sub.add_parser(
+        "test-dist",
+        parents=parents("tests"),
+        help="unpack distribution archives and run the product checks on them",
     )
+    p.add_argument("archives", nargs="+", metavar="ARCHIVE")
     p.set_defaults(func=cmd_test_dist)
 
-    p = sub.add_parser("reproduce", help="rebuild a full archive from scratch and compare it byte for byte")
+    p = sub.add_parser(
+        "reproduce",
+        parents=parents("jobs"),
+        help="rebuild a full archive from scratch and compare it byte for byte",
+    )
     p.add_argument("archive", metavar="ARCHIVE")
-    p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs for builds")
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser(
@@ -354,15 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "bench-import",
+        parents=parents("python", "options", "target", "jobs"),
         help="whole-stdlib import and start-up: in-memory importer vs filesystem (table + JSON)",
     )
     p.add_argument("archive", nargs="?", metavar="ARCHIVE", help="a full archive (default: build --options)")
-    p.add_argument("--python", default=None, help="minor version, e.g. 3.13 (default: 3.14)")
-    p.add_argument(
-        "--options", default="pgo+lto", help="the build measured when no ARCHIVE (default: pgo+lto)"
-    )
-    p.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(toolchain.TARGET_TRIPLES))
-    p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs for builds")
     p.add_argument("--cc", help="C compiler driver for linking the memory binary")
     p.add_argument("--runs", type=int, default=15, help="interleaved runs of each command (at least 10)")
     p.add_argument(
@@ -373,11 +392,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench_import)
 
     p = sub.add_parser(
-        "bench", help="pyperformance subset: our pgo+lto and noopt builds vs Debian's python (table + JSON)"
+        "bench",
+        parents=parents("python", "target", "jobs"),
+        help="pyperformance subset: our pgo+lto and noopt builds vs Debian's python (table + JSON)",
     )
-    p.add_argument("--python", default=None, help="minor version, e.g. 3.13 (default: 3.14)")
-    p.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(toolchain.TARGET_TRIPLES))
-    p.add_argument("--jobs", type=int, default=toolchain.default_jobs(), help="make jobs for builds")
     p.add_argument("--only", metavar="NAME,…", help="run only these benchmarks of cpython/bench.yaml")
     p.add_argument("--rigorous", action="store_true", help="pyperf's default run counts instead of --fast")
     p.set_defaults(func=cmd_bench)

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+from pyfreight.hashing import file_sha256, json_sha256
+from pyfreight.paths import PACKAGE_DIR, SCHEMA_DIR
 
 
 def read_record(path: Path) -> dict[str, Any] | None:
@@ -31,3 +35,16 @@ def record_matches(path: Path, key: str) -> dict[str, Any] | None:
     """The record at `path` if it was written for exactly `key`."""
     record = read_record(path)
     return record if record is not None and record.get("key") == key else None
+
+
+@cache
+def driver_code_digest() -> str:
+    """A hash of the driver's own code and schemas: part of the key of anything the
+    driver itself lays out (archives, check results), so a changed driver redoes them."""
+    files = sorted(
+        p
+        for root in (PACKAGE_DIR, SCHEMA_DIR)
+        for p in root.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
+    return json_sha256({p.relative_to(PACKAGE_DIR.parent).as_posix(): file_sha256(p) for p in files})

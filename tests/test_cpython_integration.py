@@ -10,9 +10,9 @@ import pytest
 
 from pyfreight.cpython.build import build_cpython
 from pyfreight.cpython.relocate import find_build_paths
+from pyfreight.formats.elf import check_tree
 from pyfreight.paths import DEFAULT_TARGET, default_workspace
 from pyfreight.verify.check_install import check_install
-from pyfreight.verify.elfcheck import check_tree
 
 pytestmark = pytest.mark.container
 

@@ -157,16 +157,10 @@ def render(results: dict[str, Measurement], count: int, parts: dict[str, float])
 def ensure_archive(ws: Workspace, minor: str | None, options: str, target: str, jobs: int) -> Path:
     """The full archive of that build in dist/, building and writing it when missing."""
     from pyfreight.cpython.build import build_cpython
-    from pyfreight.dist.write import archive_stem, release_tag, write_distribution
-    from pyfreight.formats.tarball import newest_mtime
+    from pyfreight.dist.write import write_distribution
 
     build = build_cpython(minor, options, target, ws, jobs=jobs)
-    epoch = newest_mtime(ws.downloads / build.source.source.file) or 0
-    stem = archive_stem(build.source.version, release_tag(epoch), target, str(build.options))
-    full = ws.dist / f"{stem}-full.tar.zst"
-    if not full.is_file():
-        write_distribution(build, ws, ws.dist)
-    return full
+    return write_distribution(build, ws, ws.dist).full
 
 
 def ensure_memory_binary(ws: Workspace, archive: Path, cc: str | None, pie: bool = True) -> Path:

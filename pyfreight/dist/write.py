@@ -13,30 +13,40 @@ no names or times in the compression headers) to a temporary name first."""
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyfreight import toolchain
-from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.container import images
-from pyfreight.dist import sbom
-from pyfreight.cpython.buildinfo import read_build_info
+from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import CPythonBuild
-from pyfreight.verify.elfcheck import check_tree
+from pyfreight.cpython.buildinfo import read_build_info
+from pyfreight.cpython.relocate import installed_python_name
+from pyfreight.dist import sbom
+from pyfreight.dist.flavours import (
+    FLAVOURS,
+    FULL,
+    INSTALL_ONLY,
+    INSTALL_ONLY_STRIPPED,
+    PYTHON_JSON,
+    Flavour,
+    release_tag,
+)
+from pyfreight.dist.python_json import Library, describe, object_file_format
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.elf import check_tree
+from pyfreight.formats.tarball import extract, newest_mtime, read_member, walk_sorted, write_tar
+from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
-from pyfreight.dist.python_json import Library, describe, object_file_format
+from pyfreight.records import driver_code_digest, record_matches, write_record
 from pyfreight.sources.recipes import load_all
-from pyfreight.cpython.relocate import installed_python_name
-from pyfreight.formats.tarball import extract, newest_mtime, walk_sorted, write_tar
 
 DESCRIBE_SCRIPT = IN_CONTAINER_DIR / "describe_python.py"
 # Where the tree is mounted while the interpreter describes itself: the prefix
@@ -64,24 +74,34 @@ class Distribution:
     full: Path
     install_only: Path
     install_only_stripped: Path
-    python_json: dict
+    python_json: dict[str, Any]
+
+    @property
+    def archives(self) -> tuple[Path, Path, Path]:
+        return (self.full, self.install_only, self.install_only_stripped)
 
 
-def release_tag(epoch: int) -> str:
-    """YYYYMMDD (UTC) of the source release's newest file: the default {release}."""
-    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y%m%d")
+def archive_paths(build: CPythonBuild, dist: Path, release: str) -> dict[Flavour, Path]:
+    version, target, options = build.source.version, build.target, str(build.options)
+    return {f: dist / f.file_name(version, release, target, options) for f in FLAVOURS}
 
 
-def archive_stem(version: str, release: str, target: str, options: str) -> str:
-    return f"cpython-{version}+{release}-{target}-{options}"
+def default_release(build: CPythonBuild, ws: Workspace) -> str:
+    return release_tag(newest_mtime(ws.downloads / build.source.source.file) or 0)
 
 
-def install_only_stem(version: str, release: str, target: str, options: str) -> str:
-    """python-build-standalone's names, which installers parse: the default pgo+lto
-    build has no option segment, its free-threaded twin says "freethreaded"; other
-    builds keep their option string."""
-    variant = {"pgo+lto": "", "freethreaded+pgo+lto": "freethreaded-"}.get(options, f"{options}-")
-    return f"cpython-{version}+{release}-{target}-{variant}install_only"
+def distribution_key(build: CPythonBuild, release: str) -> str:
+    """What the archives are made of: the build, the release tag, the images that
+    describe and strip it, and the driver's own code (which lays the archives out)."""
+    spec = images.load_spec()
+    return json_sha256(
+        {
+            "build": build.key,
+            "release": release,
+            "images": [images.base_tag(spec, "runtime"), images.build_tag(spec)],
+            "driver": driver_code_digest(),
+        }
+    )
 
 
 def _probe(tree: Path, ws: Workspace) -> dict:
@@ -126,10 +146,31 @@ def _stage_dependencies(build: CPythonBuild, scratch: Path) -> tuple[dict[str, L
 def write_distribution(
     build: CPythonBuild, ws: Workspace, dist: Path, release: str | None = None
 ) -> Distribution:
+    """The three archives of `build` in `dist`, reused when an earlier run wrote them from
+    the same inputs and they are still intact."""
+    release = release or default_release(build, ws)
+    paths = archive_paths(build, dist, release)
+    key = distribution_key(build, release)
+    record_path = ws.build / f"{build.tree.name}.dist.json"
+    record = record_matches(record_path, key)
+    wanted = {str(path): None for path in paths.values()}
+    if record is not None and set(record.get("archives", {})) == set(wanted):
+        intact = all(p.is_file() and file_sha256(p) == record["archives"][str(p)] for p in paths.values())
+        if intact:
+            say(f"dist: up to date ({paths[FULL].name} and its install_only archives)")
+            document = json.loads(read_member(paths[FULL], PYTHON_JSON))
+            return Distribution(paths[FULL], paths[INSTALL_ONLY], paths[INSTALL_ONLY_STRIPPED], document)
+    record_path.unlink(missing_ok=True)
+    result = _write_archives(build, ws, paths)
+    archives = {str(p): file_sha256(p) for p in result.archives}
+    write_record(record_path, {"key": key, "release": release, "archives": archives})
+    return result
+
+
+def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Path]) -> Distribution:
     tree, objects = build.tree, build.objects
-    version, target, options = build.source.version, build.target, str(build.options)
+    target = build.target
     epoch = newest_mtime(ws.downloads / build.source.source.file) or 0
-    release = release or release_tag(epoch)
     python = installed_python_name(tree)
     say(f"dist: describing {tree.name}")
     facts = _probe(tree, ws)
@@ -170,12 +211,13 @@ def write_distribution(
         )
         python_json = scratch / "PYTHON.json"
         python_json.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
-        stem = archive_stem(version, release, target, options)
+        full, install_only, stripped = paths[FULL], paths[INSTALL_ONLY], paths[INSTALL_ONLY_STRIPPED]
         sbom_file = scratch / "sbom.cdx.json"
-        sbom_file.write_text(json.dumps(_sbom(build, stem, libraries, document, epoch, ws), indent=2) + "\n")
+        sbom_document = _sbom(build, full.name, libraries, document, epoch, ws)
+        sbom_file.write_text(json.dumps(sbom_document, indent=2) + "\n")
 
         members = [
-            ("python/PYTHON.json", python_json),
+            (PYTHON_JSON, python_json),
             ("python/licenses/cpython/LICENSE.txt", cpython_license),
             ("python/licenses/sbom.cdx.json", sbom_file),
         ]
@@ -186,28 +228,31 @@ def write_distribution(
             members.append(("python/build/pgo.profdata", build.profile))
         members += [(f"python/{name}", path) for name, path in dep_members]
         members += _parent_folders(members)
-        full = dist / f"{stem}-full.tar.zst"
         say(f"dist: writing {full.name}")
-        write_tar(full, members, epoch, compression="zst", first=("python/PYTHON.json",))
+        write_tar(full, members, epoch, compression=FULL.compression, first=(PYTHON_JSON,))
 
-        only_stem = install_only_stem(version, release, target, options)
-        install_only = dist / f"{only_stem}.tar.gz"
         say(f"dist: writing {install_only.name}")
-        write_tar(install_only, _install_members(tree), epoch, compression="gz")
+        write_tar(install_only, _install_members(tree), epoch, compression=INSTALL_ONLY.compression)
 
         stripped_tree = _stripped_copy(
             tree, scratch / "stripped", document["python_stdlib_test_packages"], ws
         )
-        stripped = dist / f"{only_stem}_stripped.tar.gz"
         say(f"dist: writing {stripped.name}")
-        write_tar(stripped, _install_members(stripped_tree), epoch, compression="gz")
+        write_tar(
+            stripped, _install_members(stripped_tree), epoch, compression=INSTALL_ONLY_STRIPPED.compression
+        )
     for path in (full, install_only, stripped):
         say(f"dist: {path.name}: {path.stat().st_size / 1e6:.1f} MB")
     return Distribution(full, install_only, stripped, document)
 
 
 def _sbom(
-    build: CPythonBuild, stem: str, libraries: dict[str, Library], document: dict, epoch: int, ws: Workspace
+    build: CPythonBuild,
+    archive_name: str,
+    libraries: dict[str, Library],
+    document: dict,
+    epoch: int,
+    ws: Workspace,
 ) -> dict:
     """The CycloneDX SBOM: the dependency closure, and which of it CPython's modules link."""
     recipes = load_all()
@@ -220,7 +265,7 @@ def _sbom(
     image = images.ensure_images(ws)
     return sbom.checked(
         sbom.make_sbom(
-            archive_name=f"{stem}-full.tar.zst",
+            archive_name=archive_name,
             cpython_version=build.source.version,
             cpython_source=build.source.source,
             recipes={name: recipes[name] for name in build.dependencies},

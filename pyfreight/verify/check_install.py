@@ -9,13 +9,16 @@ from pathlib import Path
 
 import yaml
 
-from pyfreight.container.images import ensure_runtime_image
+from pyfreight.container.images import base_tag, ensure_runtime_image, load_spec
 from pyfreight.container.run import Mount, RunSpec, run
+from pyfreight.cpython.build import CPythonBuild
 from pyfreight.cpython.relocate import installed_python_name
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.elf import check_tree
+from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, REPO_ROOT, Workspace
-from pyfreight.verify.elfcheck import check_tree
+from pyfreight.records import driver_code_digest, record_matches, write_record
 
 CHECK_SCRIPT = IN_CONTAINER_DIR / "interpreter_checks.py"
 MOUNT = "/opt/py freight/python"  # unusual on purpose: a space, and not /install
@@ -68,3 +71,27 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
         name_hint="check-install",
     )
     return run(spec, check=False).ok and not problems
+
+
+def check_build(build: CPythonBuild, ws: Workspace, tests: str = "subset") -> bool:
+    """check-install of a build's tree, skipped when it passed before with the same
+    inputs: the build, the checks (the driver's code and the test-suite list) and the
+    image they run in. Only a pass is recorded, so a failure is always run again."""
+    key = json_sha256(
+        {
+            "build": build.key,
+            "tests": tests,
+            "runtime_image": base_tag(load_spec(), "runtime"),
+            "driver": driver_code_digest(),
+            "test_suite": file_sha256(TEST_SUITE),
+        }
+    )
+    record = ws.build / f"{build.tree.name}.check-{tests}.json"
+    if record_matches(record, key):
+        say(f"check-install: passed before with the same inputs ({record.name})")
+        return True
+    record.unlink(missing_ok=True)
+    passed = check_install(build.tree, ws, tests=tests)
+    if passed:
+        write_record(record, {"key": key, "passed": True, "tests": tests})
+    return passed

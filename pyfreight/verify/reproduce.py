@@ -6,23 +6,21 @@ result with ARCHIVE byte for byte and names the first member that differs."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import re
 import shutil
+import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight.cpython.build import build_cpython
+from pyfreight.dist.flavours import PYTHON_JSON, parse_full_name
 from pyfreight.dist.write import write_distribution
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.tarball import open_tar
+from pyfreight.formats.tarball import open_tar, read_member
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
-
-FULL_NAME = re.compile(
-    r"^cpython-(?P<version>3\.\d+\.\d+[a-z0-9]*)\+(?P<release>[^-]+)-(?P<target>.+)-(?P<options>[a-z+]+)-full\.tar\.zst$"
-)
 
 
 @dataclass(frozen=True)
@@ -32,12 +30,12 @@ class Comparison:
 
 
 def parse_name(archive: Path) -> dict[str, str]:
-    match = FULL_NAME.match(archive.name)
-    if not match:
+    fields = parse_full_name(archive.name)
+    if fields is None:
         raise PyfreightError(
             f"{archive.name} is not a full archive name (cpython-VERSION+RELEASE-TRIPLE-OPTIONS-full.tar.zst)"
         )
-    return match.groupdict()
+    return fields
 
 
 def _member_digests(archive: Path) -> list[tuple[str, str]]:
@@ -69,8 +67,28 @@ def compare(first: Path, second: Path) -> Comparison:
     return Comparison(False, "the members agree; the compressed bytes differ")
 
 
+def _check_described(archive: Path, fields: dict[str, str]) -> None:
+    """The archive's content must be a full archive whose PYTHON.json says what its
+    name says: the rebuild is chosen from the name."""
+    try:
+        document = json.loads(read_member(archive, PYTHON_JSON))
+    except (KeyError, ValueError, OSError, tarfile.TarError) as exc:
+        raise PyfreightError(
+            f"{archive.name}: no readable {PYTHON_JSON}; not a full archive ({exc})"
+        ) from None
+    said = {
+        "version": document.get("python_version"),
+        "options": document.get("build_options"),
+        "target": document.get("target_triple"),
+    }
+    differ = [f"{k} {fields[k]} in the name, {v} in PYTHON.json" for k, v in said.items() if v != fields[k]]
+    if differ:
+        raise PyfreightError(f"{archive.name}: the name and PYTHON.json disagree: {'; '.join(differ)}")
+
+
 def reproduce(archive: Path, ws: Workspace, jobs: int) -> Comparison:
     fields = parse_name(archive)
+    _check_described(archive, fields)
     minor = ".".join(fields["version"].split(".")[:2])
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="reproduce-") as tmp:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from pyfreight.container.images import ensure_runtime_image
 from pyfreight.container.run import Mount, RunSpec, run
+from pyfreight.dist.flavours import recognise
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.tarball import open_tar
+from pyfreight.formats.tarball import open_tar, walk_sorted
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
 from pyfreight.verify.check_install import check_install
@@ -27,15 +28,16 @@ def check_distribution(archive: Path, ws: Workspace, tests: str = "subset") -> b
         with open_tar(archive) as tar:
             tar.extractall(tmp, filter="data")
         root = Path(tmp) / "python"
-        document_path = root / "PYTHON.json"
-        full = document_path.is_file()
-        tree = root / "install" if full else root
-        if not (tree / "bin").is_dir():
-            raise PyfreightError(f"{archive}: no python/bin or python/install/bin inside; not a distribution")
-        say(f"test-dist: {archive.name} ({'full' if full else 'install_only'})")
+        flavour = recognise(walk_sorted(Path(tmp)))
+        tree = Path(tmp) / flavour.install_root if flavour else root
+        if flavour is None or not (tree / "bin").is_dir():
+            raise PyfreightError(
+                f"{archive}: no python/bin or python/install/bin inside; not a distribution archive"
+            )
+        say(f"test-dist: {archive.name} ({flavour.name})")
         passed = check_install(tree, ws, tests=tests)
-        if full:
-            document = json.loads(document_path.read_text())
+        if flavour.describes_itself:
+            document = json.loads((root / "PYTHON.json").read_text())
             script = f"{MOUNT}/{document['run_tests']}"
             python = f"{MOUNT}/{document['python_exe']}"
             spec = RunSpec(

@@ -19,10 +19,11 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from pyfreight.cpython.relocate import find_build_paths
+from pyfreight.dist.flavours import recognise
 from pyfreight.dist.python_json import schema_errors
 from pyfreight.dist.sbom import sbom_errors
+from pyfreight.formats.elf import ALLOWED_NEEDED, elf_facts
 from pyfreight.formats.tarball import open_tar
-from pyfreight.verify.elfcheck import ALLOWED_NEEDED, elf_facts
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
 # Per target: the ELF machine, and the newest glibc symbol version allowed (the
@@ -267,7 +268,13 @@ def validate(archive: Path, target: str | None = None) -> list[Problem]:
     problems, members = _structure(archive)
     if not members:
         return problems
-    full = members[0].name == "python/PYTHON.json" or "-full." in archive.name
+    flavour = recognise([m.name for m in members])
+    if flavour is None:
+        return [
+            *problems,
+            Problem(archive.name, "neither python/PYTHON.json nor python/bin/: not a distribution"),
+        ]
+    full = flavour.describes_itself
     if full:
         problems += _full_layout(members)
     if any(p.message.startswith(("absolute", "symlink escapes", "outside", "not a file")) for p in problems):
@@ -281,9 +288,7 @@ def validate(archive: Path, target: str | None = None) -> list[Problem]:
             problems += found
             target = target or (document or {}).get("target_triple")
             problems += _licenses(root)
-            install, prefix = root / "install", "python/install"
-        else:
-            install, prefix = root, "python"
+        install, prefix = Path(tmp) / flavour.install_root, flavour.install_root
         target = target or "x86_64-unknown-linux-gnu"
         if target not in TARGETS:
             return [

@@ -1,0 +1,70 @@
+"""The archive flavours of a distribution, in one place: their names (those of
+python-build-standalone, which installers already parse), compression, where the
+install tree sits inside, and how each is recognised from its content alone.
+
+dist writes them, validate, test-dist and reproduce ask here what an archive is."""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+PYTHON_JSON = "python/PYTHON.json"
+
+
+@dataclass(frozen=True)
+class Flavour:
+    name: str  # "full", "install_only", "install_only_stripped"
+    compression: str  # "zst" or "gz", as formats.tarball writes it
+    install_root: str  # the install tree's folder inside the archive
+    describes_itself: bool  # carries PYTHON.json, the build folder, licenses and the SBOM
+
+    @property
+    def suffix(self) -> str:
+        return f".tar.{self.compression}"
+
+    def file_name(self, version: str, release: str, target: str, options: str) -> str:
+        if self.describes_itself:
+            return f"cpython-{version}+{release}-{target}-{options}-{self.name}{self.suffix}"
+        # The default pgo+lto build has no option segment, its free-threaded twin says
+        # "freethreaded"; other builds keep their option string.
+        variant = {"pgo+lto": "", "freethreaded+pgo+lto": "freethreaded-"}.get(options, f"{options}-")
+        return f"cpython-{version}+{release}-{target}-{variant}{self.name}{self.suffix}"
+
+
+FULL = Flavour("full", "zst", "python/install", describes_itself=True)
+INSTALL_ONLY = Flavour("install_only", "gz", "python", describes_itself=False)
+INSTALL_ONLY_STRIPPED = Flavour("install_only_stripped", "gz", "python", describes_itself=False)
+FLAVOURS = (FULL, INSTALL_ONLY, INSTALL_ONLY_STRIPPED)
+
+# The stdlib's own test package: install_only keeps it, the stripped flavour does not.
+_STDLIB_TESTS = re.compile(r"python/lib/python3[^/]*/test/__init__\.py")
+
+
+def recognise(names: Sequence[str]) -> Flavour | None:
+    """The flavour of an archive from its member names, or None when it is none of
+    ours (no PYTHON.json and no python/bin/)."""
+    if PYTHON_JSON in names:
+        return FULL
+    if not any(n == "python/bin" or n.startswith("python/bin/") for n in names):
+        return None
+    return INSTALL_ONLY if any(_STDLIB_TESTS.fullmatch(n) for n in names) else INSTALL_ONLY_STRIPPED
+
+
+def release_tag(epoch: int) -> str:
+    """YYYYMMDD (UTC) of the source release's newest file: the default {release}."""
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y%m%d")
+
+
+_FULL_NAME = re.compile(
+    r"cpython-(?P<version>3\.\d+\.\d+[a-z0-9]*)\+(?P<release>[^-]+)-(?P<target>.+)-(?P<options>[a-z+]+)"
+    r"-full\.tar\.zst"
+)
+
+
+def parse_full_name(file_name: str) -> dict[str, str] | None:
+    """version, release, target and options from a full archive's file name."""
+    match = _FULL_NAME.fullmatch(file_name)
+    return match.groupdict() if match else None
