@@ -20,13 +20,12 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from pyfreight.container import images
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import build_cpython
 from pyfreight.cpython.relocate import installed_python_name
 from pyfreight.cpython.versions import cpython_source
+from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say, tail
 from pyfreight.paths import REPO_ROOT, Workspace
@@ -46,7 +45,7 @@ class Interpreter:
 
 
 def load_suite() -> dict:
-    return yaml.safe_load(SUITE_FILE.read_text())
+    return load_yaml(SUITE_FILE, "bench.schema.json")
 
 
 def ensure_tools(ws: Workspace, suite: dict) -> Path:

@@ -20,10 +20,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from pyfreight.container import docker
 from pyfreight.container.run import RunSpec, run
+from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import walk_sorted, write_tar
 from pyfreight.logs import say
@@ -41,7 +40,7 @@ class BuildImage:
 
 
 def load_spec() -> dict:
-    return yaml.safe_load(SPEC_FILE.read_text())
+    return load_yaml(SPEC_FILE, "images.schema.json")
 
 
 def _digest(*parts: object) -> str:

@@ -13,8 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import REPO_ROOT
 
@@ -64,7 +63,7 @@ def parse_setup(text: str) -> list[SetupModule]:
 
 
 def load_extension_data(path: Path = EXTENSIONS_FILE) -> ExtensionData:
-    data = yaml.safe_load(path.read_text())
+    data = load_yaml(path, "extensions.schema.json")
     return ExtensionData(
         linked=data.get("linked") or {},
         plain=frozenset(data.get("plain") or ()),

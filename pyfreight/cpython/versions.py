@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import yaml
-
+from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import REPO_ROOT
 from pyfreight.sources.recipes import DebianLocation, Source
@@ -22,7 +21,7 @@ class CPythonSource:
 
 
 def load_versions() -> tuple[str, dict[str, CPythonSource]]:
-    data = yaml.safe_load(VERSIONS_FILE.read_text())
+    data = load_yaml(VERSIONS_FILE, "versions.schema.json")
     found = {}
     for minor, entry in data["versions"].items():
         s = entry["source"]

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
-import jsonschema
-import yaml
-
+from pyfreight.datafiles import load_yaml, shown
 from pyfreight.errors import PyfreightError
-from pyfreight.paths import RECIPES_DIR, SCHEMA_DIR
+from pyfreight.paths import RECIPES_DIR
 
 
 @dataclass(frozen=True)
@@ -49,39 +45,15 @@ class Recipe:
         return sorted(p for p in self.directory.rglob("*") if p.is_file())
 
 
-@cache
-def _validator() -> jsonschema.Draft202012Validator:
-    schema = json.loads((SCHEMA_DIR / "recipe.schema.json").read_text())
-    return jsonschema.Draft202012Validator(schema)
-
-
-def validation_errors(data: object) -> list[str]:
-    """Every schema violation, each as '<field path>: <problem>'."""
-    messages = []
-    for err in sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path)):
-        field = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        messages.append(f"{field}: {err.message}")
-    return messages
-
-
 def load_recipe(directory: Path) -> Recipe:
     path = directory / "recipe.yaml"
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise PyfreightError(f"{path}: missing; every recipe folder needs a recipe.yaml") from None
-    except yaml.YAMLError as exc:
-        raise PyfreightError(f"{path}: not valid YAML: {exc}") from None
-    problems = validation_errors(data)
-    if problems:
-        listing = "\n  ".join(problems)
-        raise PyfreightError(f"{path} does not match schema/recipe.schema.json:\n  {listing}")
+    data = load_yaml(path, "recipe.schema.json", "every recipe folder needs a recipe.yaml")
     if data["name"] != directory.name:
         raise PyfreightError(
-            f"{path}: name is {data['name']!r} but the folder is {directory.name!r}; make them equal"
+            f"{shown(path)}: name is {data['name']!r} but the folder is {directory.name!r}; make them equal"
         )
     if not (directory / "build.sh").is_file():
-        raise PyfreightError(f"{directory}: missing build.sh")
+        raise PyfreightError(f"{shown(directory)}: missing build.sh")
     sources = tuple(
         Source(
             file=s["file"],

@@ -7,8 +7,6 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-import yaml
-
 from pyfreight.container.images import base_tag, ensure_runtime_image, load_spec
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import CPythonBuild
@@ -17,19 +15,19 @@ from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import check_tree
 from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
-from pyfreight.paths import IN_CONTAINER_DIR, REPO_ROOT, Workspace
+from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.records import driver_code_digest, record_matches, write_record
+from pyfreight.verify.test_suite import TEST_SUITE_FILE, load_test_suite
 
 CHECK_SCRIPT = IN_CONTAINER_DIR / "interpreter_checks.py"
 MOUNT = "/opt/py freight/python"  # unusual on purpose: a space, and not /install
-TEST_SUITE = REPO_ROOT / "cpython" / "test-suite.yaml"
 
 
 def test_suite_command(tree: Path, python: str, which: str) -> list[str]:
     """`python -m test` for the subset (or the full suite), skipping the ignored
     cases listed, with their reasons, in cpython/test-suite.yaml. Subset tests this
     CPython does not have (test_zstd before 3.14) are left out."""
-    data = yaml.safe_load(TEST_SUITE.read_text())
+    data = load_test_suite()
     tests_dir = tree / "lib" / python / "test"
     present = [
         t for t in sorted(data["subset"]) if list(tests_dir.glob(f"{t}.py")) + list(tests_dir.glob(f"{t}/"))
@@ -83,7 +81,7 @@ def check_build(build: CPythonBuild, ws: Workspace, tests: str = "subset") -> bo
             "tests": tests,
             "runtime_image": base_tag(load_spec(), "runtime"),
             "driver": driver_code_digest(),
-            "test_suite": file_sha256(TEST_SUITE),
+            "test_suite": file_sha256(TEST_SUITE_FILE),
         }
     )
     record = ws.build / f"{build.tree.name}.check-{tests}.json"
