@@ -1,15 +1,19 @@
 # Thin front door: every target sets up what it needs (scripts/setup.sh) and calls
-# the driver. Variables: TARGET (default x86_64-unknown-linux-gnu), ARGS (extra
-# arguments for the driver).
+# the driver. Variables: CPYTHON (the pinned CPython minor version to build, default
+# 3.14), TARGET (default x86_64-unknown-linux-gnu), ARGS (extra arguments for the
+# driver).
 SHELL := /bin/bash
 PYFREIGHT := .venv/bin/pyfreight
 TARGET ?= x86_64-unknown-linux-gnu
-PYTHON ?= 3.14
+# CPYTHON names a CPython version, never the host's interpreter (scripts/setup.sh reads
+# PYFREIGHT_HOST_PYTHON for that). `make … PYTHON=3.13` on the command line is accepted
+# too; a PYTHON exported by the shell (often a path to an interpreter) is not read.
+CPYTHON ?= $(if $(filter command line,$(origin PYTHON)),$(PYTHON),3.14)
 # FREETHREADED=1 builds the free-threaded variant of any option.
 FREETHREADED ?=
 ARGS ?=
 variant = $(if $(FREETHREADED),freethreaded+,)$(1)
-build = $(PYFREIGHT) build --python $(PYTHON) --target $(TARGET) --options $(call variant,$(1)) $(ARGS)
+build = $(PYFREIGHT) build --python $(CPYTHON) --target $(TARGET) --options $(call variant,$(1)) $(ARGS)
 
 .PHONY: setup images fetch deps test test-unit lint clean bench bench-import \
 	linux-x86_64-noopt linux-x86_64-debug linux-x86_64-lto linux-x86_64-pgo
@@ -53,11 +57,11 @@ linux-x86_64-pgo: setup
 
 # Speed: pyperformance subset, our pgo+lto and noopt vs Debian's python (table + JSON).
 bench: setup
-	$(PYFREIGHT) bench --python $(PYTHON) --target $(TARGET) $(ARGS)
+	$(PYFREIGHT) bench --python $(CPYTHON) --target $(TARGET) $(ARGS)
 
 # Whole-stdlib import from memory vs the filesystem, on the pgo+lto archive (table + JSON).
 bench-import: setup
-	$(PYFREIGHT) bench-import --python $(PYTHON) --target $(TARGET) --no-pie-too $(ARGS)
+	$(PYFREIGHT) bench-import --python $(CPYTHON) --target $(TARGET) --no-pie-too $(ARGS)
 
 clean:
 	rm -rf build dist

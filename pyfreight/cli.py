@@ -354,6 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--emit-lib", action="store_true", help="stop at a self-contained static libpython")
     p.add_argument("--work-dir", help="keep the intermediate files (config.c, objects, log) here")
     p.add_argument(
+        "--strip", action="store_true", help="leave the objects' debug information out of the output"
+    )
+    p.add_argument(
         "--no-pie",
         dest="pie",
         action="store_false",

@@ -24,9 +24,11 @@ apt_install() {
 }
 
 # --- Python environment for the driver -------------------------------------
-python=${PYTHON:-python3}
+# The host interpreter that runs the driver. Not PYTHON: make passes its PYTHON (a
+# CPython version to build) down to this script.
+python=${PYFREIGHT_HOST_PYTHON:-python3}
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-  echo "error: pyfreight needs Python 3.11 or newer as '$python' (set PYTHON=/path/to/python3)" >&2
+  echo "error: pyfreight needs Python 3.11 or newer as '$python' (set PYFREIGHT_HOST_PYTHON=/path/to/python3)" >&2
   exit 1
 fi
 if ! "$python" -m venv --help >/dev/null 2>&1; then apt_install python3-venv; fi
