@@ -30,16 +30,17 @@ fetch: setup
 deps: setup
 	$(PYFREIGHT) deps --target $(TARGET) $(ARGS)
 
-test: setup
-	.venv/bin/ruff check pyfreight tests
-	.venv/bin/ruff format --check pyfreight tests
+test: lint
 	.venv/bin/pytest -ra $(ARGS)
 
 test-unit: setup
 	.venv/bin/pytest -ra -m "not container" $(ARGS)
 
+# ruff for lint and format, mypy for types (configured in pyproject.toml).
 lint: setup
-	.venv/bin/ruff check pyfreight tests && .venv/bin/ruff format --check pyfreight tests
+	.venv/bin/ruff check pyfreight tests
+	.venv/bin/ruff format --check pyfreight tests
+	.venv/bin/mypy
 
 # CPython builds: dependencies first, then the interpreter, then check-install.
 linux-x86_64-noopt: setup

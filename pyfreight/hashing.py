@@ -5,16 +5,22 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import IO
 
 CHUNK = 1 << 20
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK):
-            digest.update(chunk)
+def stream_sha256(stream: IO[bytes] | None, header: bytes = b"") -> str:
+    """The sha256 of `header` followed by everything `stream` still holds."""
+    digest = hashlib.sha256(header)
+    while stream is not None and (chunk := stream.read(CHUNK)):
+        digest.update(chunk)
     return digest.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    with path.open("rb") as fh:
+        return stream_sha256(fh)
 
 
 def bytes_sha256(data: bytes) -> str:

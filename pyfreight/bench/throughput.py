@@ -19,6 +19,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyfreight.container import images
 from pyfreight.container.run import Mount, RunSpec, run
@@ -44,8 +45,9 @@ class Interpreter:
     mount: tuple[Path, str] | None  # an install tree of ours and where it is mounted
 
 
-def load_suite() -> dict:
-    return load_yaml(SUITE_FILE, "bench.schema.json")
+def load_suite() -> dict[str, Any]:
+    suite: dict[str, Any] = load_yaml(SUITE_FILE, "bench.schema.json")
+    return suite
 
 
 def ensure_tools(ws: Workspace, suite: dict) -> Path:
@@ -114,7 +116,7 @@ def _run_one(
     mounts = [Mount(site, "/bench"), Mount(out_dir, "/out", read_only=False)]
     if interp.mount:
         mounts.append(Mount(*interp.mount))
-    spec = RunSpec(
+    run_spec = RunSpec(
         image=image,
         command=command,
         what=f"benchmark {name} on {interp.label}",
@@ -124,7 +126,7 @@ def _run_one(
         user=f"{os.getuid()}:{os.getgid()}",
         name_hint="bench",
     )
-    run(spec)
+    run(run_spec)
     return result
 
 

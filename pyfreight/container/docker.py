@@ -7,6 +7,7 @@ import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import tail
@@ -30,7 +31,7 @@ def require_engine() -> None:
         )
 
 
-def run_logged(args: Sequence[str], log: Path, what: str, stdin=None) -> None:
+def run_logged(args: Sequence[str], log: Path, what: str, stdin: IO[bytes] | None = None) -> None:
     """Runs a command with stdout and stderr appended to `log`; on failure raises with
     the last 50 lines of the log and its path."""
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -10,21 +10,23 @@ one is reused."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyfreight.container import docker
 from pyfreight.container.run import RunSpec, run
 from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import walk_sorted, write_tar
+from pyfreight.hashing import text_sha256
 from pyfreight.logs import say
 from pyfreight.paths import DOCKERFILES_DIR, Workspace
 from pyfreight.sources.mirrors import DebianMirrors, find_debian_mirrors
@@ -39,13 +41,13 @@ class BuildImage:
     manifest: Path
 
 
-def load_spec() -> dict:
-    return load_yaml(SPEC_FILE, "images.schema.json")
+def load_spec() -> dict[str, Any]:
+    spec: dict[str, Any] = load_yaml(SPEC_FILE, "images.schema.json")
+    return spec
 
 
 def _digest(*parts: object) -> str:
-    blob = json.dumps(parts, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
+    return text_sha256(json.dumps(parts, sort_keys=True, default=str))[:16]
 
 
 def base_tag(spec: dict, section: str = "base") -> str:
@@ -63,7 +65,13 @@ def build_tag(spec: dict) -> str:
 
 
 def _debootstrap(
-    suite: str, variant: str, dest: Path, mirror: str, log: Path, include=(), script: str | None = None
+    suite: str,
+    variant: str,
+    dest: Path,
+    mirror: str,
+    log: Path,
+    include: Iterable[str] = (),
+    script: str | None = None,
 ) -> None:
     if os.geteuid() != 0:
         raise PyfreightError(

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
-from pathlib import Path
+
+from pyfreight.hashing import json_sha256
 
 # Bump when the runner changes what it does with the same inputs.
 RUNNER_VERSION = "2"  # 2: static libraries must be deterministic archives
-
-
-def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def artifact_key(
@@ -34,5 +29,4 @@ def artifact_key(
         "settings": dict(sorted(settings.items())),
         "dependencies": dict(sorted(dependency_keys.items())),
     }
-    blob = json.dumps(material, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(blob).hexdigest()
+    return json_sha256(material)

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 
@@ -45,8 +46,9 @@ class Library:
 
 
 @cache
-def schema() -> dict:
-    return json.loads(SCHEMA_FILE.read_text())
+def schema() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(SCHEMA_FILE.read_text())
+    return document
 
 
 def schema_errors(document: dict) -> list[str]:

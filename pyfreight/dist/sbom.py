@@ -13,13 +13,13 @@ contents), so the SBOM is as reproducible as the rest of the archive."""
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 import uuid
 from urllib.parse import quote
 
 from pyfreight import __version__
 from pyfreight.errors import PyfreightError
+from pyfreight.hashing import text_sha256
 from pyfreight.sources.recipes import Recipe, Source
 
 SPEC_VERSION = "1.6"
@@ -79,7 +79,7 @@ def make_sbom(
         )
     dependencies = [{"ref": "cpython", "dependsOn": sorted(linked_by_cpython)}]
     dependencies += [{"ref": name, "dependsOn": sorted(recipes[name].depends)} for name in sorted(recipes)]
-    manifest_sha = hashlib.sha256(image_manifest.encode()).hexdigest()
+    manifest_sha = text_sha256(image_manifest)
     timestamp = datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "bomFormat": "CycloneDX",

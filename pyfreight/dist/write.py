@@ -282,7 +282,7 @@ def _parent_folders(members: list[tuple[str, Path]]) -> list[tuple[str, Path]]:
     extracting gives normalized folder modes (they are made from a real folder)."""
     names = {name for name, _ in members}
     folder = Path(__file__).parent
-    parents = set()
+    parents: set[str] = set()
     for name in names:
         parts = name.split("/")[:-1]
         parents.update("/".join(parts[: i + 1]) for i in range(len(parts)))

@@ -8,6 +8,7 @@ import json
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import open_tar
@@ -19,27 +20,29 @@ LINK_MEMBERS = ("python/PYTHON.json", "python/build/", "python/install/include/"
 @dataclass(frozen=True)
 class OpenedArchive:
     root: Path  # the folder holding PYTHON.json; every path in it is relative to this
-    document: dict
+    document: dict[str, Any]
 
     @property
-    def build_info(self) -> dict:
-        return self.document["build_info"]
+    def build_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = self.document["build_info"]
+        return info
 
     @property
     def version(self) -> str:
-        return self.document["python_major_minor_version"]
+        version: str = self.document["python_major_minor_version"]
+        return version
 
     @property
     def include_dir(self) -> Path:
-        return self.root / self.document["python_paths"]["include"]
+        return self.path(self.document["python_paths"]["include"])
 
     @property
     def python_exe(self) -> Path:
-        return self.root / self.document["python_exe"]
+        return self.path(self.document["python_exe"])
 
     @property
     def stdlib_dir(self) -> Path:
-        return self.root / self.document["python_paths"]["stdlib"]
+        return self.path(self.document["python_paths"]["stdlib"])
 
     def path(self, relative: str) -> Path:
         return self.root / relative

@@ -31,7 +31,8 @@ class EmbedPlan:
 
     @property
     def inittab_object(self) -> str:
-        return self.archive.build_info.get("inittab_object", "")
+        name: str = self.archive.build_info.get("inittab_object", "")
+        return name
 
     def library_objects(self) -> list[Path]:
         """Core objects (without the archive's own inittab) then each extension's, once."""

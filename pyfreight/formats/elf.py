@@ -38,7 +38,8 @@ def elf_facts(path: Path, root: Path) -> ElfFacts | None:
         versions: list[tuple[int, ...]] = []
         for section in elf.iter_sections():
             if isinstance(section, DynamicSection):
-                needed += [t.needed for t in section.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
+                # pyelftools sets `needed` on a DT_NEEDED tag with setattr, so its types do not know it.
+                needed += [t.needed for t in section.iter_tags() if t.entry.d_tag == "DT_NEEDED"]  # type: ignore[attr-defined]
             if isinstance(section, GNUVerNeedSection):
                 for _, auxes in section.iter_versions():
                     versions += [

@@ -67,7 +67,7 @@ def _compressed(raw: BinaryIO, compression: str | None) -> Iterator[BinaryIO]:
             yield gz  # type: ignore[misc]
     elif compression == "zst":
         with zstandard.ZstdCompressor(level=ZSTD_LEVEL, threads=-1).stream_writer(raw, closefd=False) as zw:
-            yield zw  # type: ignore[misc]
+            yield zw
     else:
         raise ValueError(f"unknown compression {compression!r}")
 

@@ -11,6 +11,7 @@ import sys
 import sysconfig
 import tempfile
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 # Modules that cannot import on Linux, or must not be imported by a check, and why.
@@ -50,8 +51,11 @@ BUILTIN_REQUIRED = [
 results: list[tuple[str, bool, str]] = []
 
 
-def check(name):
-    def wrap(fn):
+CheckFn = Callable[[], str | None]
+
+
+def check(name: str) -> Callable[[CheckFn], CheckFn]:
+    def wrap(fn: CheckFn) -> CheckFn:
         try:
             detail = fn() or ""
             results.append((name, True, detail))
@@ -63,7 +67,7 @@ def check(name):
 
 
 @check("extension modules are built in")
-def _builtin():
+def _builtin() -> str:
     builtin = set(sys.builtin_module_names)
     wanted = BUILTIN_REQUIRED + (["_zstd"] if sys.version_info >= (3, 14) else [])
     missing = [m for m in wanted if m not in builtin]
@@ -74,7 +78,7 @@ def _builtin():
 
 
 @check("every stdlib module imports")
-def _imports():
+def _imports() -> str:
     failed, count = [], 0
     names = sorted(sys.stdlib_module_names)
     for path in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py")):
@@ -98,7 +102,7 @@ def _imports():
 
 
 @check("TLS handshake with certificate verification")
-def _tls():
+def _tls() -> str:
     import socket
     import ssl
     import threading
@@ -110,7 +114,7 @@ def _tls():
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
 
-    def serve():
+    def serve() -> None:
         conn, _ = listener.accept()
         with server_ctx.wrap_socket(conn, server_side=True) as tls:
             tls.sendall(tls.recv(100).upper())
@@ -130,7 +134,7 @@ def _tls():
 
 
 @check("sqlite3 with FTS5 and JSON")
-def _sqlite():
+def _sqlite() -> str:
     import sqlite3
 
     db = sqlite3.connect(":memory:")
@@ -142,7 +146,7 @@ def _sqlite():
 
 
 @check("compression round trips")
-def _compression():
+def _compression() -> None:
     import bz2
     import lzma
     import zlib
@@ -158,7 +162,7 @@ def _compression():
 
 
 @check("ctypes calls into libc")
-def _ctypes():
+def _ctypes() -> None:
     import ctypes
     import ctypes.util
 
@@ -169,7 +173,7 @@ def _ctypes():
 
 
 @check("curses initscr on a pseudo-terminal")
-def _curses():
+def _curses() -> None:
     import pty
 
     code = "import curses; s = curses.initscr(); curses.endwin(); print('ok', curses.longname())"
@@ -191,7 +195,7 @@ def _curses():
 
 
 @check("readline, uuid, decimal")
-def _misc():
+def _misc() -> str:
     import decimal
     import readline
     import uuid
@@ -200,21 +204,23 @@ def _misc():
     assert readline.get_current_history_length() >= 1
     assert uuid.uuid1().version == 1 and uuid.uuid4().version == 4
     assert decimal.Decimal("1.1") + decimal.Decimal("2.2") == decimal.Decimal("3.3")
-    return readline._READLINE_LIBRARY_VERSION
+    version: str = readline._READLINE_LIBRARY_VERSION  # type: ignore[attr-defined]  # not in typeshed
+    return version
 
 
 @check("a free-threaded build runs without the GIL")
-def _free_threading():
+def _free_threading() -> str:
+    gil_enabled = sys._is_gil_enabled()  # type: ignore[attr-defined]  # 3.13+; only 3.13+ is built
     if not sysconfig.get_config_var("Py_GIL_DISABLED"):
-        assert sys._is_gil_enabled(), "a default build reports the GIL disabled"
+        assert gil_enabled, "a default build reports the GIL disabled"
         return "not a free-threaded build; the GIL is on"
-    assert not sys._is_gil_enabled(), "Py_GIL_DISABLED build, yet the GIL is enabled"
+    assert not gil_enabled, "Py_GIL_DISABLED build, yet the GIL is enabled"
     assert sys.abiflags == "t", f"abiflags {sys.abiflags!r}, expected 't'"
     return "GIL disabled, abiflags t"
 
 
 @check("hashlib uses OpenSSL, with sha3 and blake2")
-def _hashlib():
+def _hashlib() -> None:
     import hashlib
 
     for name in ("sha256", "sha3_256", "blake2b", "shake_128", "md5"):
@@ -227,7 +233,7 @@ def _hashlib():
 
 
 @check("tkinter creates a Tcl interpreter")
-def _tkinter():
+def _tkinter() -> str:
     import tkinter
 
     tcl = tkinter.Tcl()
@@ -239,7 +245,7 @@ def _tkinter():
 
 
 @check("venv with pip")
-def _venv():
+def _venv() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         env = Path(tmp) / "env"
         subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
@@ -258,7 +264,7 @@ def _venv():
 
 
 @check("sysconfig names a plain host compiler and no build paths")
-def _sysconfig():
+def _sysconfig() -> str:
     cc = sysconfig.get_config_var("CC")
     assert cc.split()[0] in ("cc", "gcc", "clang"), cc
     prefix = sysconfig.get_config_var("prefix")

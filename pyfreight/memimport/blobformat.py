@@ -88,9 +88,9 @@ def write_blob(
     for a, b in itertools.pairwise(modules):
         if a.name == b.name:
             raise ValueError(f"duplicate module {a.name!r}")
-    for a, b in itertools.pairwise(resources):
-        if (a.package, a.path) == (b.package, b.path):
-            raise ValueError(f"duplicate resource {a.package!r} {a.path!r}")
+    for r1, r2 in itertools.pairwise(resources):
+        if (r1.package, r1.path) == (r2.package, r2.path):
+            raise ValueError(f"duplicate resource {r1.package!r} {r1.path!r}")
 
     strings = bytearray()
     string_pos: dict[bytes, int] = {}

@@ -5,13 +5,40 @@ pack.py compiles this file into the blob under the reserved name ``_pyfreight_fi
 install() below.  At that point only built-in and frozen modules exist, so this file imports nothing
 else at module level: no ``from __future__`` either, because that statement performs a real import of
 the (unfrozen) ``__future__`` module.  io, importlib.resources.abc and the source decoder are imported
-lazily, inside the functions that need them.
+lazily, inside the functions that need them.  For the same reason, annotations that name a type only
+the type checker knows are strings, and the imports they need sit under TYPE_CHECKING.
 """
 
 import _imp
 import marshal
 import sys
 from _frozen_importlib import BuiltinImporter, FrozenImporter, ModuleSpec
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+    from importlib.resources import abc as resources_abc
+    from types import CodeType, ModuleType
+    from typing import IO, Any, Protocol
+
+    from _typeshed import StrPath
+
+    # find(): (flags, code, source); code is None exactly for a namespace package.
+    Entry = tuple[int, memoryview | None, memoryview | None]
+    ReaderClasses = tuple[
+        Callable[[str], resources_abc.TraversableResources],
+        Callable[[str, str, frozenset[str]], resources_abc.Traversable],
+    ]
+
+    class MemoryModule(Protocol):
+        """The C module _pyfreight_memory (memimport.c)."""
+
+        def find(self, name: str, /) -> Entry | None: ...
+        def resource(self, package: str, path: str, /) -> memoryview | None: ...
+        def resources(self, package: str, /) -> list[str]: ...
+        def modules(self) -> tuple[tuple[str, int], ...]: ...
+        def exec_module(self, module: ModuleType, /) -> None: ...
+
 
 # Module flags, as in blobformat.py.
 PACKAGE = 0x01
@@ -22,14 +49,20 @@ BOOTSTRAP = 0x08
 # Used as the virtual root only when an embedder leaves sys.executable empty.
 FALLBACK_ROOT = "/__pyfreight_memory__"
 
-_mem = None  # the _pyfreight_memory module, set by install()
-_find = None  # _mem.find, bound once: it is called for every import
-_root = None  # sys.executable once known; every virtual path starts with it
-_children = None  # parent package name -> [(last name component, is_package)], built on demand
-_reader_classes = None
+if TYPE_CHECKING:
+    # install() sets both before the finder is on sys.meta_path: never None where they are used.
+    _mem: MemoryModule
+    _find: Callable[[str], Entry | None]
+else:
+    _mem = None  # the _pyfreight_memory module, set by install()
+    _find = None  # _mem.find, bound once: it is called for every import
+_root: "str | None" = None  # sys.executable once known; every virtual path starts with it
+# parent package name -> [(last name component, is_package)], built on demand
+_children: "dict[str, list[tuple[str, bool]]] | None" = None
+_reader_classes: "ReaderClasses | None" = None
 
 
-def _get_root():
+def _get_root() -> str:
     global _root
     if _root is not None:
         return _root
@@ -45,7 +78,7 @@ def _get_root():
     return exe
 
 
-def _relpath(fullname, flags):
+def _relpath(fullname: str, flags: int) -> str:
     base = fullname.replace(".", "/")
     return base + "/__init__.py" if flags & PACKAGE else base + ".py"
 
@@ -55,15 +88,15 @@ class MemorySpec(ModuleSpec):
     would otherwise derive a ``<exe>/pkg/__pycache__/...`` path from the origin."""
 
     @property
-    def cached(self):
+    def cached(self) -> "str | None":
         return None
 
     @cached.setter
-    def cached(self, value):
+    def cached(self, value: "str | None") -> None:
         pass
 
 
-def _lookup(fullname):
+def _lookup(fullname: str) -> "Entry":
     entry = _find(fullname)
     if entry is None or entry[0] & BOOTSTRAP:
         raise ImportError(f"{fullname!r} is not packed in this executable", name=fullname)
@@ -73,12 +106,14 @@ def _lookup(fullname):
 class MemoryImporter:
     """Meta path finder and loader for the packed modules."""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<pyfreight MemoryImporter>"
 
     # -- finder --------------------------------------------------------------------------------
 
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(
+        self, fullname: str, path: "Sequence[str] | None" = None, target: "ModuleType | None" = None
+    ) -> "MemorySpec | None":
         entry = _find(fullname)
         # Namespace packages are left to PathFinder (through _path_hook), so that a packed portion
         # and portions on sys.path combine as PEP 420 says.
@@ -86,42 +121,47 @@ class MemoryImporter:
             return None
         return self._spec(fullname, entry)
 
-    def _spec(self, fullname, entry):
+    def _spec(self, fullname: str, entry: "Entry") -> MemorySpec:
         root = _get_root()
         flags = entry[0]
+        # arg-type: typeshed wants an importlib.abc.Loader subclass; the import system takes any object
+        # with the loader methods, and importlib.abc cannot be imported when install() runs.
         if flags & PACKAGE:
             base = root + "/" + fullname.replace(".", "/")
-            spec = MemorySpec(fullname, self, origin=base + "/__init__.py", is_package=True)
-            spec.submodule_search_locations.append(base)
+            spec = MemorySpec(fullname, self, origin=base + "/__init__.py", is_package=True)  # type: ignore[arg-type]
+            spec.submodule_search_locations = [base]
         else:
-            spec = MemorySpec(fullname, self, origin=root + "/" + fullname.replace(".", "/") + ".py")
+            origin = root + "/" + fullname.replace(".", "/") + ".py"
+            spec = MemorySpec(fullname, self, origin=origin)  # type: ignore[arg-type]
         spec.has_location = True
         return spec
 
-    def invalidate_caches(self):
+    def invalidate_caches(self) -> None:
         pass
 
-    def iter_modules(self, prefix=""):
+    def iter_modules(self, prefix: str = "") -> "Iterator[tuple[str, bool]]":
         # pkgutil.iter_modules() also asks meta path finders; top-level modules only.
         for name, ispkg in _children_of(""):
             yield prefix + name, ispkg
 
     # -- loader --------------------------------------------------------------------------------
 
-    def create_module(self, spec):
+    def create_module(self, spec: ModuleSpec) -> None:
         return None
 
     # exec_module is _pyfreight_memory.exec_module, set by install(): see the comment there.
+    if TYPE_CHECKING:
+        exec_module: "staticmethod[[ModuleType], None]"
 
-    def get_code(self, fullname):
-        entry = _lookup(fullname)
-        if entry[0] & NAMESPACE:
+    def get_code(self, fullname: str) -> "CodeType":
+        flags, data, _ = _lookup(fullname)
+        if flags & NAMESPACE or data is None:  # data is None exactly for a namespace package
             return compile("", self.get_filename(fullname), "exec", dont_inherit=True)
-        code = marshal.loads(entry[1])
-        _imp._fix_co_filename(code, self.get_filename(fullname))
+        code: CodeType = marshal.loads(data)
+        _imp._fix_co_filename(code, self.get_filename(fullname))  # type: ignore[attr-defined]  # not in typeshed
         return code
 
-    def get_source(self, fullname):
+    def get_source(self, fullname: str) -> "str | None":
         entry = _lookup(fullname)
         if entry[2] is None:
             return None
@@ -130,14 +170,14 @@ class MemoryImporter:
 
         return decode_source(bytes(entry[2]))
 
-    def is_package(self, fullname):
+    def is_package(self, fullname: str) -> bool:
         return bool(_lookup(fullname)[0] & PACKAGE)
 
-    def get_filename(self, fullname):
+    def get_filename(self, fullname: str) -> str:
         entry = _lookup(fullname)
         return _get_root() + "/" + _relpath(fullname, entry[0])
 
-    def get_resource_reader(self, fullname):
+    def get_resource_reader(self, fullname: str) -> "resources_abc.TraversableResources | None":
         entry = _find(fullname)
         if entry is None or entry[0] & (NAMESPACE | BOOTSTRAP):
             return None
@@ -147,10 +187,10 @@ class MemoryImporter:
         return reader_class(package)
 
 
-def _children_of(package):
+def _children_of(package: str) -> "Sequence[tuple[str, bool]]":
     global _children
     if _children is None:
-        children = {}
+        children: dict[str, list[tuple[str, bool]]] = {}
         for name, flags in _mem.modules():
             # As pkgutil does for directories: a namespace package is not listed.
             if flags & NAMESPACE:
@@ -165,15 +205,15 @@ class _PathEntryFinder:
     """Path entry finder for the virtual root (on sys.path) and virtual package directories (in
     __path__).  PathFinder reaches it for namespace packages and pkgutil for iter_modules()."""
 
-    def __init__(self, importer, package, path):
+    def __init__(self, importer: MemoryImporter, package: str, path: str) -> None:
         self._importer = importer
         self._package = package
         self._path = path
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<pyfreight path entry {self._path!r}>"
 
-    def find_spec(self, fullname, target=None):
+    def find_spec(self, fullname: str, target: "ModuleType | None" = None) -> "ModuleSpec | None":
         if fullname.rpartition(".")[0] != self._package:
             return None
         entry = _find(fullname)
@@ -186,15 +226,15 @@ class _PathEntryFinder:
             return spec
         return self._importer._spec(fullname, entry)
 
-    def invalidate_caches(self):
+    def invalidate_caches(self) -> None:
         pass
 
-    def iter_modules(self, prefix=""):
+    def iter_modules(self, prefix: str = "") -> "Iterator[tuple[str, bool]]":
         for name, ispkg in _children_of(self._package):
             yield prefix + name, ispkg
 
 
-def _path_hook(path):
+def _path_hook(path: str) -> _PathEntryFinder:
     root = _get_root()
     if isinstance(path, str):
         if path == root:
@@ -207,14 +247,14 @@ def _path_hook(path):
     raise ImportError("not a pyfreight memory path", path=path)
 
 
-def _importer():
+def _importer() -> MemoryImporter:
     for finder in sys.meta_path:
         if isinstance(finder, MemoryImporter):
             return finder
     return MemoryImporter()
 
 
-def _make_reader_classes():
+def _make_reader_classes() -> "ReaderClasses":
     """Build the importlib.resources classes on first use: importlib.resources.abc cannot be
     imported at install time, and most programs never ask for package data."""
     global _reader_classes
@@ -225,38 +265,38 @@ def _make_reader_classes():
     class MemoryTraversable(Traversable):
         """A file or directory of package data inside the blob; ``path`` is relative to the package."""
 
-        def __init__(self, package, path, names):
+        def __init__(self, package: str, path: str, names: frozenset[str]) -> None:
             self._package = package
             self._path = path
             self._names = names  # frozenset of every resource path of the package
 
-        def __repr__(self):
+        def __repr__(self) -> str:
             return f"MemoryTraversable({self._package!r}, {self._path!r})"
 
-        def __str__(self):
+        def __str__(self) -> str:
             base = _get_root() + "/" + self._package.replace(".", "/") if self._package else _get_root()
             return base + "/" + self._path if self._path else base
 
         @property
-        def name(self):
+        def name(self) -> str:
             if self._path:
                 return self._path.rpartition("/")[2]
             return self._package.rpartition(".")[2]
 
-        def is_file(self):
+        def is_file(self) -> bool:
             return self._path in self._names
 
-        def is_dir(self):
+        def is_dir(self) -> bool:
             if not self._path:
                 return True
             prefix = self._path + "/"
             return any(name.startswith(prefix) for name in self._names)
 
-        def iterdir(self):
+        def iterdir(self) -> "Iterator[MemoryTraversable]":
             if not self.is_dir():
                 raise NotADirectoryError(str(self))
             prefix = self._path + "/" if self._path else ""
-            seen = set()
+            seen: set[str] = set()
             for name in sorted(self._names):
                 if name.startswith(prefix):
                     child = name[len(prefix) :].partition("/")[0]
@@ -264,7 +304,7 @@ def _make_reader_classes():
                         seen.add(child)
                         yield MemoryTraversable(self._package, prefix + child, self._names)
 
-        def joinpath(self, *descendants):
+        def joinpath(self, *descendants: "StrPath") -> "MemoryTraversable":
             parts = [p for p in self._path.split("/") if p]
             for descendant in descendants:
                 for part in str(descendant).replace("\\", "/").split("/"):
@@ -277,10 +317,10 @@ def _make_reader_classes():
                     parts.append(part)
             return MemoryTraversable(self._package, "/".join(parts), self._names)
 
-        def __truediv__(self, child):
+        def __truediv__(self, child: "StrPath") -> "MemoryTraversable":
             return self.joinpath(child)
 
-        def _data(self):
+        def _data(self) -> memoryview:
             data = _mem.resource(self._package, self._path) if self._path else None
             if data is None:
                 if self.is_dir():
@@ -288,14 +328,15 @@ def _make_reader_classes():
                 raise FileNotFoundError(str(self))
             return data
 
-        def read_bytes(self):
+        def read_bytes(self) -> bytes:
             return bytes(self._data())
 
-        def read_text(self, encoding=None, errors=None):
+        def read_text(self, encoding: "str | None" = None, errors: "str | None" = None) -> str:
             with self.open("r", encoding=encoding, errors=errors) as stream:
-                return stream.read()
+                text: str = stream.read()
+                return text
 
-        def open(self, mode="r", *args, **kwargs):
+        def open(self, mode: str = "r", *args: "Any", **kwargs: "Any") -> "IO[Any]":
             import io
 
             if mode not in ("r", "rb", "rt"):
@@ -306,10 +347,10 @@ def _make_reader_classes():
             return io.TextIOWrapper(stream, *args, **kwargs)
 
     class MemoryReader(TraversableResources):
-        def __init__(self, package):
+        def __init__(self, package: str) -> None:
             self._package = package
 
-        def files(self):
+        def files(self) -> MemoryTraversable:
             names = frozenset(_mem.resources(self._package)) if self._package else frozenset()
             return MemoryTraversable(self._package, "", names)
 
@@ -317,7 +358,7 @@ def _make_reader_classes():
     return _reader_classes
 
 
-def install(mem):
+def install(mem: "MemoryModule") -> MemoryImporter:
     """Put a MemoryImporter on sys.meta_path right after the built-in and frozen importers."""
     global _mem, _find
     for finder in sys.meta_path:

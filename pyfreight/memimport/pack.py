@@ -27,7 +27,7 @@ if __package__:
 else:
     # Run as a script (possibly with -I, which leaves the script directory off sys.path).
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import blobformat as bf  # type: ignore[no-redef]
+    import blobformat as bf  # type: ignore[import-not-found, no-redef]  # the same module as above
 
 FINDER_SOURCE = Path(__file__).resolve().parent / "finder.py"
 
@@ -188,10 +188,10 @@ def pack(
             if name in entries:
                 raise SystemExit(f"pack.py: module {name} found twice ({entries[name][0]} and {value[0]})")
             entries[name] = value
-        for key, value in tree.resources.items():
+        for key, data_file in tree.resources.items():
             if key in resources:
                 raise SystemExit(f"pack.py: resource {key} found twice")
-            resources[key] = value
+            resources[key] = data_file
     if bf.BOOTSTRAP_NAME in entries:
         raise SystemExit(f"pack.py: {bf.BOOTSTRAP_NAME} is reserved for the finder")
 

@@ -7,13 +7,12 @@ so the cache never holds a file that was not verified."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -22,6 +21,7 @@ import requests
 from tqdm import tqdm
 
 from pyfreight.errors import PyfreightError
+from pyfreight.hashing import file_sha256
 from pyfreight.sources.mirrors import find_debian_mirrors, pool_url
 from pyfreight.sources.recipes import Source
 
@@ -67,14 +67,9 @@ def verify_file(path: Path, source: Source, origin: str) -> None:
     size = path.stat().st_size
     if size != source.size:
         raise VerificationError(f"{source.file} from {origin}: size {size} bytes, expected {source.size}")
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK):
-            digest.update(chunk)
-    if digest.hexdigest() != source.sha256:
-        raise VerificationError(
-            f"{source.file} from {origin}: sha256 {digest.hexdigest()}, expected {source.sha256}"
-        )
+    actual = file_sha256(path)
+    if actual != source.sha256:
+        raise VerificationError(f"{source.file} from {origin}: sha256 {actual}, expected {source.sha256}")
 
 
 def _stream_url(url: str) -> Iterator[bytes]:
@@ -133,7 +128,7 @@ def fetch_source(
     cache_dir: Path,
     offline: bool = False,
     debian_mirror: str | None = None,
-    log=print,
+    log: Callable[[str], object] = print,
 ) -> Path:
     """Returns the verified cached file for `source`, fetching it when needed."""
     cache_dir.mkdir(parents=True, exist_ok=True)

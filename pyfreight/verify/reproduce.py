@@ -5,7 +5,6 @@ result with ARCHIVE byte for byte and names the first member that differs."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -19,6 +18,7 @@ from pyfreight.dist.flavours import PYTHON_JSON, parse_full_name
 from pyfreight.dist.write import write_distribution
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import open_tar, read_member
+from pyfreight.hashing import stream_sha256
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
 
@@ -43,13 +43,9 @@ def _member_digests(archive: Path) -> list[tuple[str, str]]:
     found = []
     with open_tar(archive) as tar:
         for member in tar:
-            digest = hashlib.sha256(f"{member.type}{member.mode}{member.linkname}{member.mtime}".encode())
-            if member.isreg():
-                fh = tar.extractfile(member)
-                assert fh is not None
-                while chunk := fh.read(1 << 20):
-                    digest.update(chunk)
-            found.append((member.name, digest.hexdigest()))
+            header = f"{member.type!r}{member.mode}{member.linkname}{member.mtime}".encode()
+            content = tar.extractfile(member) if member.isreg() else None
+            found.append((member.name, stream_sha256(content, header)))
     return found
 
 

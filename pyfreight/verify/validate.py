@@ -11,6 +11,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.constants import P_FLAGS
@@ -26,9 +27,16 @@ from pyfreight.formats.elf import ALLOWED_NEEDED, elf_facts
 from pyfreight.formats.tarball import open_tar
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
+
+
+class TargetSpec(TypedDict):
+    machine: str
+    glibc: tuple[int, ...]
+
+
 # Per target: the ELF machine, and the newest glibc symbol version allowed (the
 # target's floor is bullseye's glibc 2.31; lower it here when the sysroot moves back).
-TARGETS = {"x86_64-unknown-linux-gnu": {"machine": "EM_X86_64", "glibc": (2, 31)}}
+TARGETS: dict[str, TargetSpec] = {"x86_64-unknown-linux-gnu": {"machine": "EM_X86_64", "glibc": (2, 31)}}
 # Extension modules allowed as shared libraries: none, every module is built in.
 ALLOWED_SHARED_EXTENSIONS: frozenset[str] = frozenset()
 # Symbols of bundled libraries that must not be exported by the interpreter (they
