@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from pyfreight import toolchain
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say
-from pyfreight.paths import DEFAULT_TARGET, default_workspace
+from pyfreight.paths import default_workspace
+from pyfreight.targets import DEFAULT_TARGET, TARGETS
 
 if TYPE_CHECKING:
     from pyfreight.cpython.build import CPythonBuild
@@ -229,7 +230,7 @@ def _shared_options() -> dict[str, argparse.ArgumentParser]:
         help="noopt, debug, lto, pgo or pgo+lto, optionally freethreaded+… (default: %(default)s)",
     )
     target = argparse.ArgumentParser(add_help=False)
-    target.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(toolchain.TARGET_TRIPLES))
+    target.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(TARGETS))
     jobs = argparse.ArgumentParser(add_help=False)
     jobs.add_argument(
         "--jobs",

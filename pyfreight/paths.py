@@ -13,8 +13,6 @@ RECIPES_DIR = REPO_ROOT / "recipes"
 SCHEMA_DIR = REPO_ROOT / "schema"
 DOCKERFILES_DIR = REPO_ROOT / "dockerfiles"
 
-DEFAULT_TARGET = "x86_64-unknown-linux-gnu"
-
 
 @dataclass(frozen=True)
 class Workspace:

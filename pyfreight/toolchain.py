@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+from pyfreight.targets import target as target_of
+
 # Fixed paths inside the build container. They never name the host.
 PREFIX = "/tools/deps"  # where dependencies are installed and build.sh installs to
 SYSROOT = "/sysroot"  # Debian bullseye: glibc 2.31 is the oldest glibc we target
@@ -16,10 +18,6 @@ WORK_DIR = "/build/work"
 
 LLVM = "19"
 
-TARGET_TRIPLES = {
-    # our name (python-build-standalone's) -> clang's
-    "x86_64-unknown-linux-gnu": "x86_64-linux-gnu",
-}
 
 # Optimization and hardening as distributions build static libraries:
 #  -fPIC: the objects end up in libpython.so and in PIE executables.
@@ -40,7 +38,7 @@ COMMON_LDFLAGS = "-fuse-ld=lld -Wl,-z,relro,-z,now -Wl,-z,noexecstack"
 def build_environment(target: str, jobs: int, source_date_epoch: int) -> dict[str, str]:
     """The environment of build.sh. Only `jobs` and the epoch vary between runs of the
     same recipe; neither may change the bytes produced."""
-    clang_triple = TARGET_TRIPLES[target]
+    clang_triple = target_of(target).clang_triple
     cc = f"clang-{LLVM} --target={clang_triple} --sysroot={SYSROOT}"
     cxx = f"clang++-{LLVM} --target={clang_triple} --sysroot={SYSROOT}"
     return {

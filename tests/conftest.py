@@ -43,7 +43,8 @@ def noopt_dist(tmp_path_factory):
     from pyfreight.cpython.build import build_cpython
     from pyfreight.dist.write import Distribution, write_distribution
     from pyfreight.formats.tarball import read_member
-    from pyfreight.paths import DEFAULT_TARGET, default_workspace
+    from pyfreight.paths import default_workspace
+    from pyfreight.targets import DEFAULT_TARGET
 
     # For iterating on the tests that only read archives: reuse ones already written.
     existing = os.environ.get("PYFREIGHT_TEST_NOOPT_FULL_ARCHIVE")

@@ -4,7 +4,7 @@ import pytest
 
 from pyfreight.cpython.options import BuildOptions, compiler_env, configure_args
 from pyfreight.errors import PyfreightError
-from pyfreight.paths import DEFAULT_TARGET
+from pyfreight.targets import DEFAULT_TARGET
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,8 @@ import pytest
 from pyfreight.cpython.build import build_cpython
 from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.formats.elf import check_tree
-from pyfreight.paths import DEFAULT_TARGET, default_workspace
+from pyfreight.paths import default_workspace
+from pyfreight.targets import DEFAULT_TARGET
 from pyfreight.verify.check_install import check_install
 
 pytestmark = pytest.mark.container

@@ -14,8 +14,9 @@ import yaml
 from pyfreight.container.images import ensure_images
 from pyfreight.deps.scheduler import build_deps
 from pyfreight.errors import PyfreightError
-from pyfreight.paths import DEFAULT_TARGET, Workspace, default_workspace
+from pyfreight.paths import Workspace, default_workspace
 from pyfreight.sources.recipes import load_all
+from pyfreight.targets import DEFAULT_TARGET
 
 pytestmark = pytest.mark.container
 

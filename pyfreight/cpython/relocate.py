@@ -14,9 +14,10 @@ from pathlib import Path
 from pyfreight import toolchain
 from pyfreight.cpython.options import INSTALL_PREFIX
 from pyfreight.errors import PyfreightError
+from pyfreight.targets import DEFAULT_TARGET, TARGETS
 
 # What build-time strings become, longest first. Compilers become the host's cc/c++.
-_CLANG_ARGS = f"--target={toolchain.TARGET_TRIPLES['x86_64-unknown-linux-gnu']} --sysroot={toolchain.SYSROOT}"
+_CLANG_ARGS = f"--target={TARGETS[DEFAULT_TARGET].clang_triple} --sysroot={toolchain.SYSROOT}"
 REPLACEMENTS: tuple[tuple[str, str], ...] = (
     (f"clang++-{toolchain.LLVM} {_CLANG_ARGS}", "c++"),
     (f"clang-{toolchain.LLVM} {_CLANG_ARGS}", "cc"),

@@ -11,11 +11,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
 
-ALLOWED_NEEDED = frozenset(
-    {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1", "libutil.so.1",
-     "ld-linux-x86-64.so.2"}
-)  # fmt: skip
-MAX_GLIBC = (2, 31)
+from pyfreight.targets import DEFAULT_TARGET, TARGETS, Target
 
 
 @dataclass(frozen=True)
@@ -50,16 +46,16 @@ def elf_facts(path: Path, root: Path) -> ElfFacts | None:
     return ElfFacts(str(path.relative_to(root)), tuple(needed), max(versions) if versions else None)
 
 
-def check_tree(root: Path) -> tuple[list[ElfFacts], list[str]]:
-    """All ELF files below root, and the problems found among them."""
+def check_tree(root: Path, target: Target = TARGETS[DEFAULT_TARGET]) -> tuple[list[ElfFacts], list[str]]:
+    """All ELF files below root, and the problems found among them for `target`."""
     facts, problems = [], []
     for path in sorted(root.rglob("*")):
         if path.is_file() and not path.is_symlink() and (f := elf_facts(path, root)):
             facts.append(f)
-            extra = sorted(set(f.needed) - ALLOWED_NEEDED)
+            extra = sorted(set(f.needed) - target.allowed_needed)
             if extra:
                 problems.append(f"{f.path}: needs {', '.join(extra)}")
-            if f.glibc and f.glibc > MAX_GLIBC:
+            if f.glibc and f.glibc > target.glibc_max:
                 newest = ".".join(map(str, f.glibc))
-                problems.append(f"{f.path}: needs GLIBC_{newest} (newer than 2.31)")
+                problems.append(f"{f.path}: needs GLIBC_{newest} (newer than {target.glibc_text})")
     return facts, problems

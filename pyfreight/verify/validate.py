@@ -11,7 +11,6 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.constants import P_FLAGS
@@ -23,20 +22,13 @@ from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.dist.flavours import recognise
 from pyfreight.dist.python_json import schema_errors
 from pyfreight.dist.sbom import sbom_errors
-from pyfreight.formats.elf import ALLOWED_NEEDED, elf_facts
+from pyfreight.formats.elf import elf_facts
 from pyfreight.formats.tarball import open_tar
+from pyfreight.targets import TARGETS
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
 
 
-class TargetSpec(TypedDict):
-    machine: str
-    glibc: tuple[int, ...]
-
-
-# Per target: the ELF machine, and the newest glibc symbol version allowed (the
-# target's floor is bullseye's glibc 2.31; lower it here when the sysroot moves back).
-TARGETS: dict[str, TargetSpec] = {"x86_64-unknown-linux-gnu": {"machine": "EM_X86_64", "glibc": (2, 31)}}
 # Extension modules allowed as shared libraries: none, every module is built in.
 ALLOWED_SHARED_EXTENSIONS: frozenset[str] = frozenset()
 # Symbols of bundled libraries that must not be exported by the interpreter (they
@@ -181,19 +173,21 @@ def _elf_problems(path: Path, member: str, target: str) -> list[Problem]:
     if facts is None:
         return []
     problems = []
-    extra = sorted(set(facts.needed) - ALLOWED_NEEDED)
+    extra = sorted(set(facts.needed) - spec.allowed_needed)
     if extra:
         problems.append(Problem(member, f"needs libraries outside the allow-list: {', '.join(extra)}"))
-    if facts.glibc and facts.glibc > spec["glibc"]:
-        newest, ceiling = (".".join(map(str, v)) for v in (facts.glibc, spec["glibc"]))
-        problems.append(Problem(member, f"needs GLIBC_{newest}, newer than {ceiling} allowed for {target}"))
+    if facts.glibc and facts.glibc > spec.glibc_max:
+        newest = ".".join(map(str, facts.glibc))
+        problems.append(
+            Problem(member, f"needs GLIBC_{newest}, newer than {spec.glibc_text} allowed for {target}")
+        )
     with path.open("rb") as fh:
         try:
             elf = ELFFile(fh)
         except ELFError as exc:
             return [*problems, Problem(member, f"unreadable ELF: {exc}")]
-        if elf["e_machine"] != spec["machine"]:
-            problems.append(Problem(member, f"machine {elf['e_machine']}, not {spec['machine']} ({target})"))
+        if elf["e_machine"] != spec.elf_machine:
+            problems.append(Problem(member, f"machine {elf['e_machine']}, not {spec.elf_machine} ({target})"))
         if elf["e_type"] not in ("ET_EXEC", "ET_DYN"):
             return problems  # an object file (e.g. the config folder's python.o): nothing runs it as is
         problems += _hardening(elf, member)
