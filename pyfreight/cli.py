@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pyfreight import toolchain
+from pyfreight import interrupts, toolchain
 from pyfreight.errors import PyfreightError
+from pyfreight.leftovers import sweep
 from pyfreight.logs import say
 from pyfreight.paths import default_workspace
 from pyfreight.targets import DEFAULT_TARGET, TARGETS
@@ -406,17 +409,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _sweep_leftovers() -> None:
+    """Temporary files and staging folders of earlier runs that were killed outright."""
+    ws = default_workspace()
+    for folder in (ws.scratch, ws.downloads, ws.build, ws.dist):
+        for name in sweep(folder):
+            say(f"removed {folder / name}, left by a run that was killed")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    parser.add_argument(
+        "--debug", action="store_true", help="show Python tracebacks of errors (also PYFREIGHT_DEBUG=1)"
+    )
+    args = parser.parse_args(argv)
+    debug = args.debug or os.environ.get("PYFREIGHT_DEBUG") == "1"
+    interrupts.install()
     try:
+        _sweep_leftovers()
         args.func(args)
     except PyfreightError as exc:
+        if debug:
+            traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # output piped into head and the like
         sys.stderr.close()
         return 0
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, interrupts.Interrupted) as exc:
+        code = exc.exit_code if isinstance(exc, interrupts.Interrupted) else 130
         print("interrupted; nothing half-built was kept", file=sys.stderr)
-        return 130
+        return code
+    except Exception as exc:  # a bug of ours, not bad input: say so in one line
+        if debug:
+            traceback.print_exc()
+        print(
+            f"error: internal error ({type(exc).__name__}: {exc}); "
+            "run again with --debug (or PYFREIGHT_DEBUG=1) and report the traceback",
+            file=sys.stderr,
+        )
+        return 2
     return 0

@@ -11,7 +11,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from pyfreight import interrupts
 from pyfreight.hashing import file_sha256, json_sha256
+from pyfreight.leftovers import owned
 from pyfreight.paths import PACKAGE_DIR, SCHEMA_DIR
 
 
@@ -25,8 +27,9 @@ def read_record(path: Path) -> dict[str, Any] | None:
 
 
 def write_record(path: Path, data: dict[str, Any]) -> None:
+    interrupts.check()  # a record vouches for finished work: none after a signal
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.part")
+    tmp = path.with_name(f"{owned(f'.{path.name}')}part")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     os.replace(tmp, path)
 

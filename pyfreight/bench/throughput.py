@@ -28,6 +28,7 @@ from pyfreight.cpython.relocate import installed_python_name
 from pyfreight.cpython.versions import cpython_source
 from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
+from pyfreight.leftovers import owned
 from pyfreight.logs import say, tail
 from pyfreight.paths import REPO_ROOT, Workspace
 
@@ -60,7 +61,7 @@ def ensure_tools(ws: Workspace, suite: dict) -> Path:
         return site
     say("bench: fetching pyperf and pyperformance (hash-pinned wheels)")
     ws.scratch.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="bench-wheels-") as tmp:
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("bench-wheels")) as tmp:
         requirements = Path(tmp) / "requirements.txt"
         requirements.write_text(
             "".join(f"{req} --hash=sha256:{sha}\n" for req, sha in sorted(suite["wheels"].items()))
@@ -247,7 +248,7 @@ def run_bench(ws: Workspace, minor: str | None, target: str, jobs: int, only: li
     }
     report["targets"] = _targets(report)
     json_path = ws.build / "bench" / f"bench-{minor}.json"
-    tmp = json_path.with_name(f".{json_path.name}.part")
+    tmp = json_path.with_name(f"{owned(f'.{json_path.name}')}part")
     tmp.write_text(json.dumps(report, indent=2) + "\n")
     tmp.replace(json_path)
     table = render_table(report)

@@ -27,6 +27,7 @@ from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import walk_sorted, write_tar
 from pyfreight.hashing import text_sha256
+from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import DOCKERFILES_DIR, Workspace
 from pyfreight.sources.mirrors import DebianMirrors, find_debian_mirrors
@@ -111,7 +112,7 @@ def _ensure_rootfs_image(tag: str, base: dict, ws: Workspace, mirrors: DebianMir
     say(f"image {tag}: building")
     log = ws.logs / f"image-{tag.replace(':', '-')}.log"
     ws.scratch.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="rootfs-") as tmp:
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("rootfs")) as tmp:
         rootfs = Path(tmp) / "rootfs"
         _debootstrap(
             base["suite"],
@@ -165,7 +166,7 @@ def _ensure_sysroot(spec: dict, ws: Workspace, mirrors: DebianMirrors) -> Path:
     say(f"sysroot {sysroot['suite']} ({digest}): building")
     log = ws.logs / f"sysroot-{digest}.log"
     ws.scratch.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="sysroot-") as tmp:
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("sysroot")) as tmp:
         rootfs = Path(tmp) / "rootfs"
         pins: dict[str, str] = sysroot["packages"]
         _debootstrap(sysroot["suite"], sysroot["variant"], rootfs, mirrors.archive, log, pins)
@@ -193,7 +194,7 @@ def _ensure_build(spec: dict, ws: Workspace, base: str, sysroot_tar: Path) -> st
         return tag
     say(f"image {tag}: building")
     log = ws.logs / f"image-{tag.replace(':', '-')}.log"
-    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="context-") as ctx_dir:
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("context")) as ctx_dir:
         ctx = Path(ctx_dir)
         shutil.copy(DOCKERFILES_DIR / spec["build"]["dockerfile"], ctx / "Dockerfile")
         shutil.copy(DOCKERFILES_DIR / spec["build"]["packages"], ctx / "build-packages.txt")
@@ -212,7 +213,7 @@ def _write_manifest(tag: str, ws: Workspace) -> Path:
     if not path.exists():
         query = ["dpkg-query", "-W", "-f", "${Package}=${Version}\n"]
         text = run(RunSpec(image=tag, command=query, what=f"listing the packages of {tag}")).stdout
-        tmp = path.with_suffix(".part")
+        tmp = path.with_name(f"{owned(f'.{path.name}')}part")
         tmp.write_text("".join(sorted(text.splitlines(keepends=True))))
         os.replace(tmp, path)
     return path

@@ -1,24 +1,32 @@
 """The one way a container runs: a `RunSpec` says what (image, command, mounts,
 environment, user, where the output goes) and `run` runs it.
 
-Every run has no network, a fixed host name, `--rm`, and a name of its own, so that
-an interrupted run can be stopped by name: whatever stops `run` (a failure, Ctrl-C, an
-exception in the caller's thread) removes the container before it returns."""
+Every run has no network, a fixed host name, `--rm`, an init process (so the shell
+inside is not PID 1, which would ignore SIGTERM), a name of its own and a label naming
+the process that started it. Whatever stops `run` (a failure, Ctrl-C or SIGTERM, an
+exception) removes the container before it returns; a signal stops every container
+this process started, from whichever thread; and the containers of a process that was
+killed outright are removed the next time a run starts."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from pyfreight import interrupts
 from pyfreight.container import docker
 from pyfreight.errors import PyfreightError
+from pyfreight.leftovers import alive
 from pyfreight.logs import tail
 
 HOSTNAME = "pyfreight"  # fixed, so no host name can reach an output
+OWNER_LABEL = "pyfreight.owner-pid"
 # Where the output of a run goes: appended to a log file, captured and returned, or
 # shown on the terminal as it comes (check results a person reads).
 Output = Path | Literal["capture", "terminal"]
@@ -47,7 +55,8 @@ class RunSpec:
     name_hint: str = "run"  # the container is named pyfreight-<hint>-<random>
 
     def docker_args(self, name: str) -> list[str]:
-        args = ["docker", "run", "--rm", "--name", name, "--network", "none", "--hostname", HOSTNAME]
+        args = ["docker", "run", "--rm", "--init", "--name", name, "--label", f"{OWNER_LABEL}={os.getpid()}"]
+        args += ["--network", "none", "--hostname", HOSTNAME]
         if self.user:
             args += ["--user", self.user]
         if self.workdir:
@@ -70,11 +79,49 @@ class RunResult:
         return self.returncode == 0
 
 
+_live: set[str] = set()  # containers this process has started and not yet seen end
+_live_lock = threading.RLock()  # re-entrant: the signal handler may run inside `run`
+_swept = threading.Event()
+
+
+def stop_all() -> None:
+    """Removes every container this process started (called on SIGINT/SIGTERM)."""
+    with _live_lock:
+        names = sorted(_live)
+    for name in names:
+        docker.remove_container(name)
+
+
+interrupts.on_interrupt(stop_all)
+
+
+def sweep_orphans() -> list[str]:
+    """Removes containers whose starting process is gone (it was killed outright)."""
+    proc = subprocess.run(
+        ["docker", "ps", "-a", "--filter", f"label={OWNER_LABEL}", "--format",
+         f'{{{{.Names}}}} {{{{.Label "{OWNER_LABEL}"}}}}'],
+        capture_output=True, text=True, env=docker.DOCKER_ENV,
+    )  # fmt: skip
+    removed = []
+    for line in proc.stdout.splitlines():
+        name, _, pid = line.partition(" ")
+        if pid.isdigit() and not alive(int(pid)):
+            docker.remove_container(name)
+            removed.append(name)
+    return removed
+
+
 def run(spec: RunSpec, check: bool = True) -> RunResult:
     """Runs `spec`; with `check`, a non-zero exit raises a PyfreightError naming the run
     and showing the log's tail (or the captured error output)."""
+    if not _swept.is_set():
+        _swept.set()
+        sweep_orphans()
     name = f"pyfreight-{spec.name_hint}-{secrets.token_hex(4)}"
     args = spec.docker_args(name)
+    with _live_lock:
+        interrupts.check()  # nothing new starts once a signal came
+        _live.add(name)
     try:
         if isinstance(spec.output, Path):
             spec.output.parent.mkdir(parents=True, exist_ok=True)
@@ -89,11 +136,14 @@ def run(spec: RunSpec, check: bool = True) -> RunResult:
         else:
             proc = subprocess.run(args, env=docker.DOCKER_ENV)
             result = RunResult(proc.returncode, "")
+        interrupts.check()  # a container stopped by a signal did not fail: it was stopped
     except BaseException:
         docker.remove_container(name)
         raise
+    finally:
+        with _live_lock:
+            _live.discard(name)
     if check and not result.ok:
-        docker.remove_container(name)
         raise PyfreightError(_failure(spec, result))
     return result
 

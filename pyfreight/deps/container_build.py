@@ -24,6 +24,7 @@ from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.deps.cachekey import artifact_key
 from pyfreight.formats.tarball import extract, walk_sorted
 from pyfreight.hashing import bytes_sha256, file_sha256
+from pyfreight.leftovers import owned
 from pyfreight.paths import PACKAGE_DIR, Workspace
 from pyfreight.sources.fetch import copy_verified
 from pyfreight.sources.recipes import Source
@@ -120,7 +121,7 @@ def run_build_job(
     """Runs `job`; yields its staging folder, removed when the caller is done with it."""
     ws.scratch.mkdir(parents=True, exist_ok=True)
     log.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"run-{job.name}-", dir=ws.scratch))
+    staging = Path(tempfile.mkdtemp(prefix=owned(f"run-{job.name}"), dir=ws.scratch))
     try:
         staging.chmod(0o755)
         inputs, prefix = staging / "inputs", staging / "prefix"

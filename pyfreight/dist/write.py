@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyfreight.leftovers import owned
 from pyfreight import toolchain
 from pyfreight.container import images
 from pyfreight.container.run import Mount, RunSpec, run
@@ -186,7 +187,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
     glibc = max(f.glibc for f in elf_facts if f.glibc)
 
     ws.scratch.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="dist-") as tmp:
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("dist")) as tmp:
         scratch = Path(tmp)
         libraries, dep_members = _stage_dependencies(build, scratch / "deps")
         cpython_license = tree / "lib" / python / "LICENSE.txt"

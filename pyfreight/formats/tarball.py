@@ -19,6 +19,9 @@ from typing import BinaryIO
 
 import zstandard
 
+from pyfreight import interrupts
+from pyfreight.leftovers import owned
+
 
 def normalized_info(arcname: str, path: Path, epoch: int) -> tarfile.TarInfo:
     st = path.lstat()
@@ -82,7 +85,7 @@ def write_tar(
     """Writes (arcname, path) pairs to `out` atomically, sorted by arcname except that
     the names in `first` lead in that order; `compression` is None, "gz" or "zst"."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=owned(f".{out.name}"), suffix=".part", dir=out.parent)
     rank = {name: i for i, name in enumerate(first)}
     try:
         with (
@@ -98,6 +101,7 @@ def write_tar(
                 else:
                     tar.addfile(info)
         os.chmod(tmp_name, 0o644)
+        interrupts.check()  # nothing is published once a signal came
         os.replace(tmp_name, out)
     finally:
         if os.path.exists(tmp_name):

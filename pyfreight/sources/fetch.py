@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from pyfreight.errors import PyfreightError
 from pyfreight.hashing import file_sha256
+from pyfreight.leftovers import owned
 from pyfreight.sources.mirrors import find_debian_mirrors, pool_url
 from pyfreight.sources.recipes import Source
 
@@ -108,7 +109,7 @@ def _copy_limited(chunks: Iterable[bytes], out: BinaryIO, source: Source, label:
 
 
 def _try_origin(origin: Origin, source: Source, cache_dir: Path) -> Path:
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{source.file}.", suffix=".part", dir=cache_dir)
+    fd, tmp_name = tempfile.mkstemp(prefix=owned(f".{source.file}"), suffix=".part", dir=cache_dir)
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as out:

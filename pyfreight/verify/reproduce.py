@@ -19,6 +19,7 @@ from pyfreight.dist.write import write_distribution
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import open_tar, read_member
 from pyfreight.hashing import stream_sha256
+from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
 
@@ -87,7 +88,7 @@ def reproduce(archive: Path, ws: Workspace, jobs: int) -> Comparison:
     _check_described(archive, fields)
     minor = ".".join(fields["version"].split(".")[:2])
     ws.scratch.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="reproduce-") as tmp:
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("reproduce")) as tmp:
         fresh = Workspace(Path(tmp) / "build", Path(tmp) / "dist")
         fresh.downloads.mkdir(parents=True)
         for source in sorted(ws.downloads.iterdir()):  # verified again before any use

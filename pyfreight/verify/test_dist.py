@@ -14,6 +14,7 @@ from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.dist.flavours import recognise
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import open_tar, walk_sorted
+from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
 from pyfreight.verify.check_install import check_install
@@ -24,7 +25,7 @@ RUN_TESTS_ARGS = ["test_json", "test_zlib"]  # quick: proves the entry point run
 
 def check_distribution(archive: Path, ws: Workspace, tests: str = "subset") -> bool:
     ws.scratch.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix="test-dist-") as tmp:
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("test-dist")) as tmp:
         with open_tar(archive) as tar:
             tar.extractall(tmp, filter="data")
         root = Path(tmp) / "python"

@@ -1,0 +1,47 @@
+"""Temporary files and folders carry the id of the process that made them, so that what
+a killed run (SIGKILL, a power cut) left behind can be told from what a running one is
+still writing, and swept at the next start."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+_OWNER = re.compile(r"\.pid(\d+)\.")
+
+
+def owned(prefix: str) -> str:
+    """A name prefix for a temporary file or folder of this process."""
+    return f"{prefix}.pid{os.getpid()}."
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep(folder: Path) -> list[str]:
+    """Removes the entries of `folder` made by processes that no longer run; returns
+    their names."""
+    removed: list[str] = []
+    try:
+        entries = list(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return removed
+    for path in entries:
+        match = _OWNER.search(path.name)
+        if match is None or alive(int(match.group(1))):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path.name)
+    return removed
