@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pyfreight import interrupts, toolchain
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.safe_archive import DEFAULT_LIMITS, MAX_RATIO, Limits
 from pyfreight.leftovers import sweep
 from pyfreight.logs import say
 from pyfreight.paths import default_workspace
@@ -150,7 +151,7 @@ def cmd_validate(args: argparse.Namespace) -> None:
 
     failed = 0
     for archive in args.archives:
-        problems = validate(Path(archive))
+        problems = validate(Path(archive), limits=_limits(args))
         for problem in problems:
             print(f"FAIL  {problem}")
         print(f"{archive}: {'passed' if not problems else f'{len(problems)} problem(s)'}")
@@ -163,7 +164,7 @@ def cmd_test_dist(args: argparse.Namespace) -> None:
     from pyfreight.verify.test_dist import check_distribution
 
     for archive in args.archives:
-        if not check_distribution(Path(archive), default_workspace(), tests=args.tests):
+        if not check_distribution(Path(archive), default_workspace(), tests=args.tests, limits=_limits(args)):
             raise PyfreightError(f"{archive}: the distribution failed its checks (see above)")
 
 
@@ -188,6 +189,7 @@ def cmd_embed(args: argparse.Namespace) -> None:
         memory=memory,
         pie=args.pie,
         strip=args.strip,
+        limits=_limits(args),
     )
     say(f"embed: {time.monotonic() - started:.1f} s")
     print(f"output:     {result.output}")
@@ -208,15 +210,16 @@ def cmd_bench_import(args: argparse.Namespace) -> None:
         archive = Path(args.archive).resolve()
     else:
         archive = ensure_archive(ws, args.python, args.options, args.target, args.jobs)
-    binary = ensure_memory_binary(ws, archive, args.cc)
-    nopie = ensure_memory_binary(ws, archive, args.cc, pie=False) if args.no_pie_too else None
-    run_bench_import(ws, archive, binary, args.runs, nopie)
+    limits = _limits(args)
+    binary = ensure_memory_binary(ws, archive, args.cc, limits=limits)
+    nopie = ensure_memory_binary(ws, archive, args.cc, pie=False, limits=limits) if args.no_pie_too else None
+    run_bench_import(ws, archive, binary, args.runs, nopie, limits=limits)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
     from pyfreight.verify.reproduce import reproduce
 
-    result = reproduce(Path(args.archive), default_workspace(), jobs=args.jobs)
+    result = reproduce(Path(args.archive), default_workspace(), jobs=args.jobs, limits=_limits(args))
     if not result.identical:
         raise PyfreightError(f"{args.archive}: not reproduced; first difference: {result.first_difference}")
     print(f"{args.archive}: reproduced, byte for byte identical")
@@ -248,7 +251,36 @@ def _shared_options() -> dict[str, argparse.ArgumentParser]:
         default="subset",
         help="CPython's test suite: the subset in cpython/test-suite.yaml, all of it, or none",
     )
-    return {"python": python, "options": options, "target": target, "jobs": jobs, "tests": tests}
+    limits = argparse.ArgumentParser(add_help=False)
+    limits.add_argument(
+        "--max-bytes",
+        type=int,
+        default=DEFAULT_LIMITS.max_bytes,
+        metavar="N",
+        help="refuse an archive that expands to more than N bytes (default: %(default)s, and at most "
+        f"{MAX_RATIO} times the archive's own size)",
+    )
+    limits.add_argument(
+        "--max-members",
+        type=int,
+        default=DEFAULT_LIMITS.max_members,
+        metavar="N",
+        help="refuse an archive of more than N members (default: %(default)s)",
+    )
+    return {
+        "python": python,
+        "options": options,
+        "target": target,
+        "jobs": jobs,
+        "tests": tests,
+        "limits": limits,
+    }
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    if args.max_bytes <= 0 or args.max_members <= 0:
+        raise PyfreightError("--max-bytes and --max-members must be positive")
+    return Limits(max_members=args.max_members, max_bytes=args.max_bytes)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -321,13 +353,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("tree", help="the install tree (e.g. build/cpython-3.14.7-noopt-…)")
     p.set_defaults(func=cmd_check_install)
 
-    p = sub.add_parser("validate", help="static checks of distribution archives (layout, PYTHON.json, ELF)")
+    p = sub.add_parser(
+        "validate",
+        parents=parents("limits"),
+        help="static checks of distribution archives (layout, PYTHON.json, ELF)",
+    )
     p.add_argument("archives", nargs="+", metavar="ARCHIVE")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser(
         "test-dist",
-        parents=parents("tests"),
+        parents=parents("tests", "limits"),
         help="unpack distribution archives and run the product checks on them",
     )
     p.add_argument("archives", nargs="+", metavar="ARCHIVE")
@@ -335,14 +371,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "reproduce",
-        parents=parents("jobs"),
+        parents=parents("jobs", "limits"),
         help="rebuild a full archive from scratch and compare it byte for byte",
     )
     p.add_argument("archive", metavar="ARCHIVE")
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser(
-        "embed", help="link a custom interpreter (or static libpython) from a full archive alone"
+        "embed",
+        parents=parents("limits"),
+        help="link a custom interpreter (or static libpython) from a full archive alone",
     )
     p.add_argument("archive", metavar="ARCHIVE", help="a -full.tar.zst archive (or its extracted folder)")
     p.add_argument(
@@ -385,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "bench-import",
-        parents=parents("python", "options", "target", "jobs"),
+        parents=parents("python", "options", "target", "jobs", "limits"),
         help="whole-stdlib import and start-up: in-memory importer vs filesystem (table + JSON)",
     )
     p.add_argument("archive", nargs="?", metavar="ARCHIVE", help="a full archive (default: build --options)")

@@ -86,10 +86,10 @@ def test_too_new_glibc_and_missing_c_api(tmp_path):
 @pytest.mark.parametrize(
     ("name", "target", "expected"),
     [
-        ("python/../evil", None, "absolute or escaping path"),
-        ("/python/evil", None, "absolute or escaping path"),
-        ("python/bin/escape", "../../../etc/passwd", "symlink escapes"),
-        ("python/bin/abs", "/etc/passwd", "symlink escapes"),
+        ("python/../evil", None, "escapes the archive"),
+        ("/python/evil", None, "an absolute path"),
+        ("python/bin/escape", "../../../etc/passwd", "a symlink that leaves the archive"),
+        ("python/bin/abs", "/etc/passwd", "a symlink to an absolute path"),
     ],
 )
 def test_escaping_paths_and_links(tmp_path, name, target, expected):

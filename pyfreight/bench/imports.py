@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyfreight.dist.python_json import checked_document
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.tarball import extract
+from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
 
@@ -164,7 +165,9 @@ def ensure_archive(ws: Workspace, minor: str | None, options: str, target: str, 
     return write_distribution(build, ws, ws.dist).full
 
 
-def ensure_memory_binary(ws: Workspace, archive: Path, cc: str | None, pie: bool = True) -> Path:
+def ensure_memory_binary(
+    ws: Workspace, archive: Path, cc: str | None, pie: bool = True, limits: Limits = DEFAULT_LIMITS
+) -> Path:
     """The in-memory importer binary of `archive`, linked again only when the archive
     changed (a stamp records its size and mtime). The PIE one is linked as the archive's
     python3 is; the non-PIE one shows what relocation processing costs at start-up."""
@@ -178,23 +181,27 @@ def ensure_memory_binary(ws: Workspace, archive: Path, cc: str | None, pie: bool
     wanted = f"{archive.stat().st_size} {archive.stat().st_mtime_ns} {cc}"
     if not (binary.is_file() and stamp.is_file() and stamp.read_text() == wanted):
         stamp.unlink(missing_ok=True)
-        embed(archive, binary, selection="all", cc=cc, memory=PackOptions(), pie=pie)
+        embed(archive, binary, selection="all", cc=cc, memory=PackOptions(), pie=pie, limits=limits)
         stamp.write_text(wanted)
     return binary
 
 
 def run_bench_import(
-    ws: Workspace, archive: Path, memory_binary: Path, runs: int, nopie_binary: Path | None = None
+    ws: Workspace,
+    archive: Path,
+    memory_binary: Path,
+    runs: int,
+    nopie_binary: Path | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Path:
     """Measures `memory_binary` (linked from `archive`) against the archive's python3;
     `nopie_binary`, when given, is measured beside them for information (no target)."""
-    tree_root = ws.build / "bench-import" / archive.name.removesuffix(".tar.zst")
-    install = tree_root / "python" / "install"
-    if not install.is_dir():
+    unpacked = ws.build / "bench-import" / archive.name.removesuffix(".tar.zst") / "unpacked"
+    if not unpacked.is_dir():
         say(f"bench-import: extracting {archive.name}")
-        extract(archive, tree_root)
-    document = json.loads((tree_root / "python" / "PYTHON.json").read_text())
-    python = tree_root / "python" / document["python_exe"]
+        extract(archive, unpacked, limits)
+    document = checked_document(unpacked / "python", archive)
+    python = unpacked / "python" / document["python_exe"]
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
     listing = subprocess.run([str(python), "-I", "-c", LIST_MODULES], capture_output=True, text=True, env=env)
     names = listing.stdout.split()

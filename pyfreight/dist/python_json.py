@@ -22,8 +22,6 @@ from pyfreight.paths import SCHEMA_DIR
 
 FORMAT_VERSION = "8"
 SCHEMA_FILE = SCHEMA_DIR / "PYTHON.json.schema.json"
-# Libraries every glibc system has; anything else a module links must be shipped.
-SYSTEM_LIBRARIES = frozenset({"c", "m", "pthread", "dl", "rt", "util", "crypt"})
 # CPython's own licence (the PSF licence stack), as SPDX identifiers.
 CPYTHON_LICENSES = ["Python-2.0", "CNRI-Python"]
 # Built-in modules whose code the core calls directly while it initializes (signal
@@ -48,6 +46,37 @@ class Library:
 @cache
 def schema() -> dict[str, Any]:
     document: dict[str, Any] = json.loads(SCHEMA_FILE.read_text())
+    return document
+
+
+# Libraries every glibc system has (the schema's list); anything else a module links
+# must be shipped.
+SYSTEM_LIBRARIES = frozenset(schema()["$defs"]["link"]["then"]["properties"]["name"]["enum"])
+
+
+def checked_document(root: Path, archive: Path) -> dict[str, Any]:
+    """PYTHON.json of an extracted archive (`root` is its python/ folder), checked before
+    anything uses it: valid JSON and the published schema, whose path patterns keep every
+    path it names relative, inside python/ and free of `..`. (The safe extraction already
+    refused symlinks that leave the archive.)"""
+    path = root / "PYTHON.json"
+    try:
+        document = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise PyfreightError(
+            f"{archive}: no python/PYTHON.json; give a full archive (cpython-…-full.tar.zst)"
+        ) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PyfreightError(f"{archive}: python/PYTHON.json is not valid JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise PyfreightError(f"{archive}: python/PYTHON.json is not a JSON object")
+    errors = schema_errors(document)
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise PyfreightError(
+            f"{archive}: python/PYTHON.json does not match schema/PYTHON.json.schema.json: "
+            f"{errors[0].removeprefix('PYTHON.json ')}{more}; `pyfreight validate` lists every problem"
+        )
     return document
 
 

@@ -4,16 +4,24 @@ caller also wants the install tree (the in-memory importer packs its stdlib)."""
 
 from __future__ import annotations
 
-import json
-import tarfile
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyfreight.dist.python_json import checked_document
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.tarball import open_tar
+from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.logs import say
 
+# Compiler flags a PYTHON.json may ask for config.c. Not accepted, by design: -wrapper,
+# -B, -fplugin, @file, -specs, -Xclang, -Wl/-Wa/-Wp (they run or load other programs, or
+# hand options to the assembler, linker or preprocessor), and anything not listed.
+ALLOWED_CFLAG = re.compile(
+    r"-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?|-U[A-Za-z_][A-Za-z0-9_]*|-std=[a-z0-9+]+"
+    r"|-O[0-3sgz]?|-g[0-3]?|-f(no-)?(PIC|PIE|pic|pie|wrapv|strict-aliasing|common)|-fvisibility=[a-z]+"
+    r"|-W(no-)?[a-z][a-z0-9-]*(=[a-z0-9]+)?"
+)
 LINK_MEMBERS = ("python/PYTHON.json", "python/build/", "python/install/include/", "python/licenses/")
 
 
@@ -45,39 +53,52 @@ class OpenedArchive:
         return self.path(self.document["python_paths"]["stdlib"])
 
     def path(self, relative: str) -> Path:
-        return self.root / relative
+        """A path PYTHON.json names, which must stay inside the archive even through
+        symlinks (an extracted folder given by the user is checked the same way)."""
+        path = (self.root / relative).resolve()
+        if not path.is_relative_to(self.root):
+            raise PyfreightError(f"PYTHON.json names {relative}, which leads outside the archive to {path}")
+        return path
+
+    @property
+    def inittab_cflags(self) -> list[str]:
+        flags: list[str] = self.build_info["inittab_cflags"]
+        return flags
+
+    def check_cflags(self) -> None:
+        """inittab_cflags reach the host's compiler: only flags that shape the compile
+        of config.c are accepted, and -I only inside the archive."""
+        for flag in self.inittab_cflags:
+            if flag.startswith("-I"):
+                self.path(flag[2:])
+            elif not ALLOWED_CFLAG.fullmatch(flag):
+                raise PyfreightError(
+                    f"PYTHON.json build_info.inittab_cflags has {flag!r}, which embed does not pass to "
+                    "a compiler (allowed: -D, -U, -I inside the archive, -std=, -O, -g, -f(no-)PIC/PIE, "
+                    "-fwrapv, -fno-strict-aliasing, -fvisibility=, -W<warning>)"
+                )
 
 
 def _wanted(name: str, whole_tree: bool) -> bool:
     if whole_tree:
-        return name.startswith("python/")
+        return name == "python" or name.startswith("python/")
     return any(name == m.rstrip("/") or name.startswith(m) for m in LINK_MEMBERS)
 
 
-def open_archive(archive: Path, scratch: Path, whole_tree: bool = False) -> OpenedArchive:
+def open_archive(
+    archive: Path, scratch: Path, whole_tree: bool = False, limits: Limits = DEFAULT_LIMITS
+) -> OpenedArchive:
     """Extracts `archive` (a -full.tar.zst, or an already extracted folder holding
-    PYTHON.json) below `scratch` and reads its PYTHON.json."""
+    PYTHON.json) below `scratch` by the safe-opening rules, and reads its PYTHON.json,
+    checked against the published schema before anything uses it."""
     if archive.is_dir():
         root = archive / "python" if (archive / "python" / "PYTHON.json").is_file() else archive
-    elif archive.is_file():
+    elif archive.exists():
         say(f"embed: extracting {archive.name}{' (whole tree)' if whole_tree else ''}")
-        try:
-            with open_tar(archive) as tar:
-                for member in tar:
-                    if _wanted(member.name, whole_tree):
-                        tar.extract(member, scratch, filter="tar")
-        except (tarfile.TarError, OSError) as exc:
-            raise PyfreightError(f"{archive}: not a readable distribution archive ({exc})") from exc
-        root = scratch / "python"
+        extract(archive, scratch / "unpacked", limits, lambda name: _wanted(name, whole_tree))
+        root = scratch / "unpacked" / "python"
     else:
         raise PyfreightError(f"{archive}: no such archive")
-    document_path = root / "PYTHON.json"
-    if not document_path.is_file():
-        raise PyfreightError(
-            f"{archive}: no python/PYTHON.json; embed needs a full archive "
-            "(cpython-…-full.tar.zst): install_only archives carry no object files"
-        )
-    document = json.loads(document_path.read_text())
-    if "build_info" not in document:
-        raise PyfreightError(f"{archive}: PYTHON.json has no build_info, so there is nothing to link")
-    return OpenedArchive(root=root, document=document)
+    opened = OpenedArchive(root=root.resolve(), document=checked_document(root, archive))
+    opened.check_cflags()
+    return opened

@@ -17,6 +17,7 @@ from pyfreight.embed.host_toolchain import find_toolchain
 from pyfreight.embed.link import Linker, build_libpython, link_executable, plan_embed, self_contained_library
 from pyfreight.embed.memory import PackOptions, link_memory_importer
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits
 from pyfreight.logs import say
 
 MAIN_SOURCE = """\
@@ -46,6 +47,7 @@ def embed(
     memory: PackOptions | None = None,
     pie: bool = True,
     strip: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> EmbedResult:
     """Links an interpreter (or with emit_lib just libpython.a) from `archive_path`; with
     `memory`, one that imports its packed stdlib from memory. `pie=False` links a
@@ -63,7 +65,7 @@ def embed(
             raise PyfreightError(
                 "--memory-importer builds an executable; it does not combine with --emit-lib"
             )
-        archive = open_archive(archive_path, work / "archive", whole_tree=memory is not None)
+        archive = open_archive(archive_path, work / "archive", whole_tree=memory is not None, limits=limits)
         toolchain = find_toolchain(archive.build_info["object_file_format"], cc, work)
         plan = plan_embed(archive, selection, toolchain.nm)
         kept = f"{len(plan.extensions)} extension modules, {len(plan.dropped)} left out"

@@ -171,7 +171,7 @@ def build_libpython(plan: EmbedPlan, linker: Linker) -> Path:
     its headers, archived with the core and extension objects into libpython."""
     config_c = linker.work / "config.c"
     config_c.write_text(generate_config_c(plan.extensions))
-    cflags = [*plan.archive.build_info["inittab_cflags"], "-O2", "-fPIC", f"-I{plan.archive.include_dir}"]
+    cflags = [*plan.archive.inittab_cflags, "-O2", "-fPIC", f"-I{plan.archive.include_dir}"]
     config_o = linker.compile(config_c, cflags)
     library = linker.work / f"libpython{plan.archive.version}.a"
     objects = [*plan.library_objects(), config_o]

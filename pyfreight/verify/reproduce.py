@@ -17,8 +17,8 @@ from pyfreight.cpython.build import build_cpython
 from pyfreight.dist.flavours import PYTHON_JSON, parse_full_name
 from pyfreight.dist.write import write_distribution
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.tarball import open_tar, read_member
-from pyfreight.hashing import stream_sha256
+from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, read_member, scan
+from pyfreight.hashing import file_sha256, stream_sha256
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
@@ -39,21 +39,23 @@ def parse_name(archive: Path) -> dict[str, str]:
     return fields
 
 
-def _member_digests(archive: Path) -> list[tuple[str, str]]:
+def _member_digests(archive: Path, limits: Limits) -> list[tuple[str, str]]:
     """(name, digest of type, mode, link target and content) of every member, in order."""
     found = []
-    with open_tar(archive) as tar:
-        for member in tar:
-            header = f"{member.type!r}{member.mode}{member.linkname}{member.mtime}".encode()
-            content = tar.extractfile(member) if member.isreg() else None
-            found.append((member.name, stream_sha256(content, header)))
+
+    def digest(member: tarfile.TarInfo, tar: tarfile.TarFile) -> None:
+        header = f"{member.type!r}{member.mode}{member.linkname}{member.mtime}".encode()
+        content = tar.extractfile(member) if member.isreg() else None
+        found.append((member.name, stream_sha256(content, header)))
+
+    scan(archive, limits, digest)
     return found
 
 
-def compare(first: Path, second: Path) -> Comparison:
-    if first.read_bytes() == second.read_bytes():
+def compare(first: Path, second: Path, limits: Limits = DEFAULT_LIMITS) -> Comparison:
+    if file_sha256(first) == file_sha256(second):
         return Comparison(True, None)
-    a, b = _member_digests(first), _member_digests(second)
+    a, b = _member_digests(first, limits), _member_digests(second, limits)
     for (name_a, digest_a), (name_b, digest_b) in zip(a, b, strict=False):
         if name_a != name_b:
             return Comparison(False, f"member order or names differ: {name_a} / {name_b}")
@@ -64,12 +66,15 @@ def compare(first: Path, second: Path) -> Comparison:
     return Comparison(False, "the members agree; the compressed bytes differ")
 
 
-def _check_described(archive: Path, fields: dict[str, str]) -> None:
+def _check_described(archive: Path, fields: dict[str, str], limits: Limits) -> None:
     """The archive's content must be a full archive whose PYTHON.json says what its
     name says: the rebuild is chosen from the name."""
+    data = read_member(archive, PYTHON_JSON, limits, first_only=True)
     try:
-        document = json.loads(read_member(archive, PYTHON_JSON))
-    except (KeyError, ValueError, OSError, tarfile.TarError) as exc:
+        document = json.loads(data)
+        if not isinstance(document, dict):
+            raise ValueError("not a JSON object")
+    except (ValueError, UnicodeDecodeError) as exc:
         raise PyfreightError(
             f"{archive.name}: no readable {PYTHON_JSON}; not a full archive ({exc})"
         ) from None
@@ -83,9 +88,9 @@ def _check_described(archive: Path, fields: dict[str, str]) -> None:
         raise PyfreightError(f"{archive.name}: the name and PYTHON.json disagree: {'; '.join(differ)}")
 
 
-def reproduce(archive: Path, ws: Workspace, jobs: int) -> Comparison:
+def reproduce(archive: Path, ws: Workspace, jobs: int, limits: Limits = DEFAULT_LIMITS) -> Comparison:
     fields = parse_name(archive)
-    _check_described(archive, fields)
+    _check_described(archive, fields, limits)
     minor = ".".join(fields["version"].split(".")[:2])
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("reproduce")) as tmp:
@@ -101,13 +106,7 @@ def reproduce(archive: Path, ws: Workspace, jobs: int) -> Comparison:
         profile = None
         if "pgo" in fields["options"]:
             profile = Path(tmp) / "pgo.profdata"
-            with open_tar(archive) as tar:
-                member = next((m for m in tar if m.name == "python/build/pgo.profdata"), None)
-                if member is None:
-                    raise PyfreightError(f"{archive.name}: a pgo build without python/build/pgo.profdata")
-                fh = tar.extractfile(member)
-                assert fh is not None
-                profile.write_bytes(fh.read())
+            profile.write_bytes(read_member(archive, "python/build/pgo.profdata", limits))
         say(f"reproduce: rebuilding {archive.name} from scratch in {fresh.build}")
         build = build_cpython(
             minor, fields["options"], fields["target"], fresh, jobs=jobs, pgo_profile=profile
@@ -115,4 +114,4 @@ def reproduce(archive: Path, ws: Workspace, jobs: int) -> Comparison:
         result = write_distribution(build, fresh, fresh.dist, release=fields["release"])
         if result.full.name != archive.name:
             raise PyfreightError(f"the rebuild is named {result.full.name}, not {archive.name}")
-        return compare(archive, result.full)
+        return compare(archive, result.full, limits)

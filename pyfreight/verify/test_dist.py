@@ -5,15 +5,15 @@ entry of its PYTHON.json runs too."""
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
 from pyfreight.container.images import ensure_runtime_image
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.dist.flavours import recognise
+from pyfreight.dist.python_json import checked_document
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.tarball import open_tar, walk_sorted
+from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
@@ -23,14 +23,15 @@ MOUNT = "/srv/unpacked dist/python"  # a space, and not where check-install puts
 RUN_TESTS_ARGS = ["test_json", "test_zlib"]  # quick: proves the entry point runs the suite
 
 
-def check_distribution(archive: Path, ws: Workspace, tests: str = "subset") -> bool:
+def check_distribution(
+    archive: Path, ws: Workspace, tests: str = "subset", limits: Limits = DEFAULT_LIMITS
+) -> bool:
     ws.scratch.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("test-dist")) as tmp:
-        with open_tar(archive) as tar:
-            tar.extractall(tmp, filter="data")
-        root = Path(tmp) / "python"
-        flavour = recognise(walk_sorted(Path(tmp)))
-        tree = Path(tmp) / flavour.install_root if flavour else root
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("test-dist")) as scratch:
+        tmp = Path(scratch) / "unpacked"
+        flavour = recognise([m.name for m in extract(archive, tmp, limits)])
+        root = tmp / "python"
+        tree = tmp / flavour.install_root if flavour else root
         if flavour is None or not (tree / "bin").is_dir():
             raise PyfreightError(
                 f"{archive}: no python/bin or python/install/bin inside; not a distribution archive"
@@ -38,7 +39,7 @@ def check_distribution(archive: Path, ws: Workspace, tests: str = "subset") -> b
         say(f"test-dist: {archive.name} ({flavour.name})")
         passed = check_install(tree, ws, tests=tests)
         if flavour.describes_itself:
-            document = json.loads((root / "PYTHON.json").read_text())
+            document = checked_document(root, archive)
             script = f"{MOUNT}/{document['run_tests']}"
             python = f"{MOUNT}/{document['python_exe']}"
             spec = RunSpec(

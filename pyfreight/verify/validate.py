@@ -23,8 +23,8 @@ from pyfreight.dist.flavours import recognise
 from pyfreight.dist.python_json import schema_errors
 from pyfreight.dist.sbom import sbom_errors
 from pyfreight.formats.elf import elf_facts
-from pyfreight.formats.tarball import open_tar
-from pyfreight.targets import TARGETS
+from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
+from pyfreight.targets import DEFAULT_TARGET, TARGETS
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
 
@@ -52,28 +52,21 @@ class Problem:
         return f"{self.member}: {self.message}"
 
 
-def _structure(archive: Path) -> tuple[list[Problem], list[tarfile.TarInfo]]:
-    problems: list[Problem] = []
+def _structure(archive: Path, limits: Limits) -> tuple[list[Problem], list[tarfile.TarInfo]]:
+    """The members, once the archive passed the safe-opening rules (a refusal is the one
+    problem reported: nothing of such an archive is unpacked)."""
     try:
-        with open_tar(archive) as tar:
-            members = list(tar)
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        return [Problem(archive.name, f"not a readable archive: {exc}")], []
+        members = scan(archive, limits)
+    except UnsafeArchive as exc:
+        return [Problem(exc.member, exc.rule)], []
+    problems: list[Problem] = []
     names = {m.name for m in members}
     for m in members:
-        parts = m.name.split("/")
-        if m.name.startswith("/") or ".." in parts:
-            problems.append(Problem(m.name, "absolute or escaping path"))
-            continue
-        if parts[0] != "python":
+        if m.name.split("/")[0] != "python":
             problems.append(Problem(m.name, "outside the python/ folder"))
-        if not (m.isreg() or m.isdir() or m.issym()):
-            problems.append(Problem(m.name, "not a file, folder or symlink"))
         if m.issym():
             target = posixpath.normpath(posixpath.join(posixpath.dirname(m.name), m.linkname))
-            if m.linkname.startswith("/") or not target.startswith("python/"):
-                problems.append(Problem(m.name, f"symlink escapes the archive: -> {m.linkname}"))
-            elif target not in names:
+            if target not in names:
                 problems.append(Problem(m.name, f"dangling symlink -> {m.linkname}"))
     return problems, members
 
@@ -265,9 +258,9 @@ def _install_tree(install: Path, prefix: str, target: str) -> list[Problem]:
     return problems
 
 
-def validate(archive: Path, target: str | None = None) -> list[Problem]:
+def validate(archive: Path, target: str | None = None, limits: Limits = DEFAULT_LIMITS) -> list[Problem]:
     """Every problem of `archive` (an empty list: it passed)."""
-    problems, members = _structure(archive)
+    problems, members = _structure(archive, limits)
     if not members:
         return problems
     flavour = recognise([m.name for m in members])
@@ -279,19 +272,18 @@ def validate(archive: Path, target: str | None = None) -> list[Problem]:
     full = flavour.describes_itself
     if full:
         problems += _full_layout(members)
-    if any(p.message.startswith(("absolute", "symlink escapes", "outside", "not a file")) for p in problems):
-        return problems  # unsafe to unpack: report what was found
+    if any(p.message.startswith("outside") for p in problems):
+        return problems  # not laid out as a distribution: report what was found
     with tempfile.TemporaryDirectory(prefix="pyfreight-validate-") as tmp:
-        with open_tar(archive) as tar:
-            tar.extractall(tmp, filter="data")
-        root = Path(tmp) / "python"
+        extract(archive, Path(tmp) / "x", limits)
+        root = Path(tmp) / "x" / "python"
         if full:
             document, found = _python_json(root)
             problems += found
             target = target or (document or {}).get("target_triple")
             problems += _licenses(root)
-        install, prefix = Path(tmp) / flavour.install_root, flavour.install_root
-        target = target or "x86_64-unknown-linux-gnu"
+        install, prefix = Path(tmp) / "x" / flavour.install_root, flavour.install_root
+        target = target or DEFAULT_TARGET
         if target not in TARGETS:
             return [
                 *problems,
