@@ -138,6 +138,9 @@ class _Judge:
         if member.issym():
             self._judge_symlink(name, member.linkname)
             self.symlinks[name] = member.linkname
+            # A new link can change where an earlier one leads (a -> b/.., then b -> ..).
+            for earlier, target in self.symlinks.items():
+                self._judge_symlink(earlier, target)
         elif member.islnk():
             if member.linkname not in self.regular:
                 raise refuse(

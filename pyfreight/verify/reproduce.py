@@ -69,7 +69,7 @@ def compare(first: Path, second: Path, limits: Limits = DEFAULT_LIMITS) -> Compa
 def _check_described(archive: Path, fields: dict[str, str], limits: Limits) -> None:
     """The archive's content must be a full archive whose PYTHON.json says what its
     name says: the rebuild is chosen from the name."""
-    data = read_member(archive, PYTHON_JSON, limits, first_only=True)
+    data = read_member(archive, PYTHON_JSON, limits)  # judges the whole archive first
     try:
         document = json.loads(data)
         if not isinstance(document, dict):

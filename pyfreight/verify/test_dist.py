@@ -36,10 +36,11 @@ def check_distribution(
             raise PyfreightError(
                 f"{archive}: no python/bin or python/install/bin inside; not a distribution archive"
             )
+        # PYTHON.json is checked before anything runs
+        document = checked_document(root, archive) if flavour.describes_itself else None
         say(f"test-dist: {archive.name} ({flavour.name})")
         passed = check_install(tree, ws, tests=tests)
-        if flavour.describes_itself:
-            document = checked_document(root, archive)
+        if document is not None:
             script = f"{MOUNT}/{document['run_tests']}"
             python = f"{MOUNT}/{document['python_exe']}"
             spec = RunSpec(

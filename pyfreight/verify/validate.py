@@ -11,6 +11,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.constants import P_FLAGS
@@ -81,7 +82,17 @@ def _full_layout(members: list[tarfile.TarInfo]) -> list[Problem]:
     return problems
 
 
-def _python_json(root: Path) -> tuple[dict | None, list[Problem]]:
+def _dict(value: Any) -> dict[str, Any]:
+    """A JSON object, or an empty one for anything else: PYTHON.json may be malformed,
+    and the schema errors already say how."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _python_json(root: Path) -> tuple[dict[str, Any] | None, list[Problem]]:
     path = root / "PYTHON.json"
     try:
         document = json.loads(path.read_text())
@@ -95,26 +106,30 @@ def _python_json(root: Path) -> tuple[dict | None, list[Problem]]:
     if not isinstance(document, dict):
         return None, problems
     for where, rel in _referenced_paths(document):
+        parts = rel.split("/")
+        if rel.startswith("/") or ".." in parts:
+            continue  # the schema's pattern already reports it; never look outside the archive
         if not (root / rel).exists() and not (root / rel).is_symlink():
             problems.append(Problem(f"python/{rel}", f"named by PYTHON.json {where} but not in the archive"))
-    for name, variants in (document.get("build_info", {}).get("extensions") or {}).items():
-        for variant in variants if isinstance(variants, list) else []:
+    for name, variants in _dict(_dict(document.get("build_info")).get("extensions")).items():
+        for variant in map(_dict, _list(variants)):
             shipped = [
                 link
-                for link in variant.get("links", [])
+                for link in map(_dict, _list(variant.get("links")))
                 if str(link.get("path_static", "")).startswith("build/lib/")
             ]
             if shipped and not variant.get("license_paths"):
                 problems.append(
                     Problem(
-                        "python/PYTHON.json", f"extension {name} links {shipped[0]['name']} without licenses"
+                        "python/PYTHON.json",
+                        f"extension {name} links {shipped[0].get('name')} without licenses",
                     )
                 )
     return document, problems
 
 
-def _referenced_paths(document: dict) -> list[tuple[str, str]]:
-    found = []
+def _referenced_paths(document: dict[str, Any]) -> list[tuple[str, str]]:
+    found: list[tuple[str, Any]] = []
     for key in (
         "python_exe",
         "python_stdlib_platform_config",
@@ -122,21 +137,20 @@ def _referenced_paths(document: dict) -> list[tuple[str, str]]:
         "license_path",
         "tcl_library_path",
     ):
-        if isinstance(document.get(key), str):
-            found.append((key, document[key]))
-    for key, value in (document.get("python_paths") or {}).items():
+        found.append((key, document.get(key)))
+    for key, value in _dict(document.get("python_paths")).items():
         found.append((f"python_paths.{key}", value))
-    info = document.get("build_info") or {}
-    core = info.get("core") or {}
-    found += [("build_info.core.objs", o) for o in core.get("objs", [])]
-    found += [("build_info.core.static_lib", core["static_lib"])] if "static_lib" in core else []
-    found += [(f"build_info.{k}", info[k]) for k in ("inittab_object", "inittab_source") if k in info]
-    for name, variants in (info.get("extensions") or {}).items():
-        for variant in variants if isinstance(variants, list) else []:
-            found += [(f"extension {name} objs", o) for o in variant.get("objs", [])]
-            found += [(f"extension {name} license_paths", p) for p in variant.get("license_paths", [])]
-            found += [(f"extension {name} links", link["path_static"]) for link in variant.get("links", [])
-                      if "path_static" in link]  # fmt: skip
+    info = _dict(document.get("build_info"))
+    core = _dict(info.get("core"))
+    found += [("build_info.core.objs", o) for o in _list(core.get("objs"))]
+    found += [("build_info.core.static_lib", core.get("static_lib"))]
+    found += [(f"build_info.{k}", info.get(k)) for k in ("inittab_object", "inittab_source")]
+    for name, variants in _dict(info.get("extensions")).items():
+        for variant in map(_dict, _list(variants)):
+            found += [(f"extension {name} objs", o) for o in _list(variant.get("objs"))]
+            found += [(f"extension {name} license_paths", p) for p in _list(variant.get("license_paths"))]
+            found += [(f"extension {name} links", _dict(link).get("path_static"))
+                      for link in _list(variant.get("links"))]  # fmt: skip
     return [(w, p) for w, p in found if isinstance(p, str)]
 
 
@@ -145,12 +159,16 @@ def _licenses(root: Path) -> list[Problem]:
     if not sbom_path.is_file():
         return [Problem("python/licenses/sbom.cdx.json", "missing")]
     try:
-        sbom = json.loads(sbom_path.read_text())
-    except json.JSONDecodeError as exc:
+        sbom = json.loads(sbom_path.read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
         return [Problem("python/licenses/sbom.cdx.json", f"not valid JSON: {exc}")]
     problems = [Problem("python/licenses/sbom.cdx.json", e.split(" ", 1)[1]) for e in sbom_errors(sbom)]
-    for component in sbom.get("components", []):
-        folder = root / "licenses" / component.get("name", "?")
+    for component in map(_dict, _list(_dict(sbom).get("components"))):
+        name = component.get("name")
+        if not isinstance(name, str) or "/" in name or name in ("", ".", ".."):
+            problems.append(Problem("python/licenses/sbom.cdx.json", f"a component named {name!r}"))
+            continue
+        folder = root / "licenses" / name
         if not folder.is_dir() or not any(p.is_file() for p in folder.rglob("*")):
             problems.append(
                 Problem(
@@ -280,7 +298,8 @@ def validate(archive: Path, target: str | None = None, limits: Limits = DEFAULT_
         if full:
             document, found = _python_json(root)
             problems += found
-            target = target or (document or {}).get("target_triple")
+            said = (document or {}).get("target_triple")
+            target = target or (said if isinstance(said, str) else None)
             problems += _licenses(root)
         install, prefix = Path(tmp) / "x" / flavour.install_root, flavour.install_root
         target = target or DEFAULT_TARGET
