@@ -3,6 +3,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -62,3 +64,20 @@ def noopt_dist(tmp_path_factory):
 @pytest.fixture
 def source_factory(tmp_path):
     return lambda **kw: make_source(tmp_path, **kw)
+
+
+PYFREIGHT = Path(sys.executable).with_name("pyfreight")  # the console script of this venv
+REPO = Path(__file__).resolve().parent.parent
+
+
+def pyfreight_cli(*args: object, timeout: int = 3600, **env: str) -> subprocess.CompletedProcess[str]:
+    """Runs the installed `pyfreight` console script as a user types it; output captured.
+    `env` adds environment variables (e.g. PYFREIGHT_DIST_DIR=...)."""
+    return subprocess.run(
+        [str(PYFREIGHT), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **env},
+        cwd=REPO,
+    )

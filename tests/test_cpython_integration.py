@@ -13,7 +13,7 @@ from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.formats.elf import check_tree
 from pyfreight.paths import default_workspace
 from pyfreight.targets import DEFAULT_TARGET
-from pyfreight.verify.check_install import check_install
+from tests.conftest import pyfreight_cli
 
 pytestmark = pytest.mark.container
 
@@ -23,10 +23,11 @@ def build():
     return build_cpython("3.14", "noopt", DEFAULT_TARGET, default_workspace(), jobs=os.cpu_count() or 1)
 
 
-def test_install_tree_passes_every_check(build, capfd):
-    assert check_install(build.tree, default_workspace())
-    out = capfd.readouterr().out
-    assert "0 failed" in out and "FAIL" not in out
+def test_install_tree_passes_every_check(build):
+    """As a user runs it: `pyfreight check-install TREE` (the test-suite subset too)."""
+    proc = pyfreight_cli("check-install", build.tree, "--tests", "subset")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "0 failed" in proc.stdout and "FAIL" not in proc.stdout
 
 
 def test_no_build_paths_and_static_only(build):

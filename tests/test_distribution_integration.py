@@ -4,17 +4,13 @@ and the same bytes when everything is rebuilt from scratch."""
 
 from __future__ import annotations
 
-import os
 import tarfile
 
 import pytest
 
 from pyfreight.dist.python_json import schema_errors
 from pyfreight.formats.tarball import members as archive_members
-from pyfreight.paths import default_workspace
-from pyfreight.verify.reproduce import reproduce
-from pyfreight.verify.test_dist import check_distribution
-from pyfreight.verify.validate import validate
+from tests.conftest import pyfreight_cli
 
 pytestmark = pytest.mark.container
 
@@ -86,19 +82,21 @@ def test_install_only_archives(dist):
 
 
 def test_archives_validate(dist):
-    for archive in (dist.full, dist.install_only, dist.install_only_stripped):
-        assert [str(p) for p in validate(archive)] == [], archive.name
+    proc = pyfreight_cli("validate", *dist.archives)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count(": passed") == 3 and "FAIL" not in proc.stdout
 
 
-def test_full_and_install_only_archives_run(dist, capfd):
-    for archive in (dist.full, dist.install_only):
-        assert check_distribution(archive, default_workspace(), tests="none"), archive.name
-    out = capfd.readouterr().out
-    assert "PASS  run_tests entry of PYTHON.json" in out and "FAIL" not in out
+def test_full_and_install_only_archives_run(dist):
+    proc = pyfreight_cli("test-dist", dist.full, dist.install_only, "--tests", "none")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "PASS  run_tests entry of PYTHON.json" in proc.stdout and "FAIL" not in proc.stdout
+    assert "(full)" in proc.stderr and "(install_only)" in proc.stderr  # recognised from content
 
 
 def test_noopt_archive_is_reproduced_from_scratch(dist):
     """Everything rebuilt in a fresh build folder from the downloads alone gives the
-    same bytes."""
-    result = reproduce(dist.full, default_workspace(), jobs=os.cpu_count() or 1)
-    assert result.identical, result.first_difference
+    same bytes: `pyfreight reproduce ARCHIVE`."""
+    proc = pyfreight_cli("reproduce", dist.full)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "byte for byte identical" in proc.stdout

@@ -16,6 +16,7 @@ from pyfreight.bench.imports import LIST_MODULES
 from pyfreight.embed.command import embed
 from pyfreight.embed.memory import PackOptions
 from pyfreight.formats.tarball import extract
+from tests.conftest import pyfreight_cli
 
 pytestmark = pytest.mark.container
 
@@ -81,7 +82,10 @@ def app(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def binary(noopt_dist, app, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("memory") / "python-memory"
-    embed(noopt_dist.full, out, selection="all", cc="gcc", memory=PackOptions(apps=[app]))
+    proc = pyfreight_cli(
+        "embed", noopt_dist.full, "--memory-importer", "-o", out, "--cc", "gcc", "--app", app
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
 

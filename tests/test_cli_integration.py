@@ -1,0 +1,100 @@
+"""The commands of README.md, typed as a user types them (the `pyfreight` console script
+and the make targets, as subprocesses), on the real CPython 3.14 noopt build and its
+archives that the other container tests use. Together with the CLI calls in the
+distribution, embed and memory-importer tests, every subcommand runs here; the flags
+that need a pgo+lto build (bench, --pgo-profile reuse) are run up to the point they
+check their input, since such a build does not fit into a CI run."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import REPO, pyfreight_cli
+
+pytestmark = pytest.mark.container
+
+
+def _ok(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    return proc.stdout + proc.stderr
+
+
+def _make(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["make", "-C", str(REPO), *args], capture_output=True, text=True, timeout=3600, env=dict(os.environ)
+    )
+
+
+def test_recipes_images_fetch_and_deps():
+    assert "openssl" in _ok(pyfreight_cli("recipes"))
+    assert re.search(r"tag:\s+pyfreight-build:", _ok(pyfreight_cli("images")))
+    assert "verified" in _ok(pyfreight_cli("fetch", "--all", "--offline"))
+    assert "verified" in _ok(pyfreight_cli("fetch", "zlib", "xz"))
+    out = _ok(pyfreight_cli("deps", "zlib", "xz", "-j", "1", "--jobs", "2", "--offline"))
+    assert "up to date" in out and "zlib" in out
+
+
+def test_deps_force_rebuilds_the_same_bytes():
+    before = _ok(pyfreight_cli("deps", "zlib"))
+    path = re.search(r"^zlib\s+(\S+)$", before, re.M)
+    assert path is not None, before
+    digest = subprocess.run(["sha256sum", path.group(1)], capture_output=True, text=True).stdout.split()[0]
+    out = _ok(pyfreight_cli("deps", "zlib", "--force"))
+    assert "1 built" in out
+    again = subprocess.run(["sha256sum", path.group(1)], capture_output=True, text=True).stdout.split()[0]
+    assert again == digest
+
+
+def test_build_is_up_to_date_and_flags_are_checked(noopt_dist):
+    out = _ok(pyfreight_cli("build", "--python", "3.14", "--options", "noopt", "--no-check", "--no-dist"))
+    assert "up to date" in out and "install tree:" in out
+    wrong = pyfreight_cli("build", "--options", "noopt", "--pgo-profile", "/nonexistent.profdata")
+    assert wrong.returncode == 1 and "--pgo-profile is for pgo builds" in wrong.stderr
+    unknown = pyfreight_cli("build", "--options", "fast")
+    assert unknown.returncode == 1 and "unknown build option 'fast'" in unknown.stderr
+    bench = pyfreight_cli("bench", "--python", "3.14", "--only", "nosuch", "--rigorous")
+    assert bench.returncode == 1 and "no benchmark named nosuch" in bench.stderr
+
+
+def test_make_builds_then_is_up_to_date_in_seconds(noopt_dist, tmp_path):
+    """`make linux-x86_64-noopt` with the README's variables: the second run, with
+    nothing changed, redoes nothing (build, check and archives are keyed records)."""
+    dist = tmp_path / "dist"
+    os.environ["PYFREIGHT_DIST_DIR"] = str(dist)
+    try:
+        first = _make("linux-x86_64-noopt", "PYTHON=3.14", "ARGS=--no-check --release 20990101")
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        names = sorted(p.name for p in dist.iterdir())
+        assert names == [
+            "cpython-3.14.7+20990101-x86_64-unknown-linux-gnu-noopt-full.tar.zst",
+            "cpython-3.14.7+20990101-x86_64-unknown-linux-gnu-noopt-install_only.tar.gz",
+            "cpython-3.14.7+20990101-x86_64-unknown-linux-gnu-noopt-install_only_stripped.tar.gz",
+        ]
+        started = time.monotonic()
+        second = _make("linux-x86_64-noopt", "CPYTHON=3.14", "ARGS=--no-check --release 20990101")
+        elapsed = time.monotonic() - started
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert "dist: up to date" in second.stderr and "up to date" in second.stderr
+        assert elapsed < 120, f"a warm make took {elapsed:.0f} s"
+        out = _ok(pyfreight_cli("dist", "--python", "3.14", "--options", "noopt", "--release", "20990101"))
+        assert "dist: up to date" in out
+    finally:
+        del os.environ["PYFREIGHT_DIST_DIR"]
+
+
+def test_make_front_door_targets():
+    for target in ("setup", "fetch", "deps", "images"):
+        proc = _make(target)
+        assert proc.returncode == 0, f"make {target}: {proc.stderr[-2000:]}"
+
+
+def test_bench_import_on_an_archive(noopt_dist):
+    out = _ok(pyfreight_cli("bench-import", noopt_dist.full, "--runs", "10", "--cc", "gcc"))
+    assert re.search(r"^stdlib import\s+[0-9.]+ ms\s+[0-9.]+ ms", out, re.M), out[-2000:]
+    assert "bench-import: saved" in out
