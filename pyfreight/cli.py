@@ -288,6 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pyfreight",
         description="Build standalone, relocatable CPython distributions.",
     )
+    parser.add_argument(
+        "--debug", action="store_true", help="show Python tracebacks of errors (also PYFREIGHT_DEBUG=1)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     shared = _shared_options()
 
@@ -456,11 +459,7 @@ def _sweep_leftovers() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    parser.add_argument(
-        "--debug", action="store_true", help="show Python tracebacks of errors (also PYFREIGHT_DEBUG=1)"
-    )
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     debug = args.debug or os.environ.get("PYFREIGHT_DEBUG") == "1"
     interrupts.install()
     try:

@@ -9,7 +9,6 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
 IN_CONTAINER_DIR = PACKAGE_DIR / "in_container"  # scripts run by an interpreter inside a container
-RECIPES_DIR = REPO_ROOT / "recipes"
 SCHEMA_DIR = REPO_ROOT / "schema"
 DOCKERFILES_DIR = REPO_ROOT / "dockerfiles"
 
@@ -51,3 +50,10 @@ def default_workspace() -> Workspace:
         Path(build).resolve() if build else REPO_ROOT / "build",
         Path(dist).resolve() if dist else REPO_ROOT / "dist",
     )
+
+
+def recipes_dir() -> Path:
+    """recipes/ of the repository, or PYFREIGHT_RECIPES_DIR when set (a folder of
+    recipes of your own, e.g. to try one before adding it)."""
+    chosen = os.environ.get("PYFREIGHT_RECIPES_DIR")
+    return Path(chosen).resolve() if chosen else REPO_ROOT / "recipes"

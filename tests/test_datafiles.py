@@ -18,7 +18,7 @@ from pyfreight.container import images
 from pyfreight.cpython import setup_local, versions
 from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
-from pyfreight.paths import RECIPES_DIR, REPO_ROOT, SCHEMA_DIR
+from pyfreight.paths import REPO_ROOT, SCHEMA_DIR, recipes_dir
 from pyfreight.verify import test_suite
 
 # data file (relative to the repository) -> its schema in schema/
@@ -49,7 +49,7 @@ def test_real_file_matches_its_schema(name):
 
 
 def test_every_recipe_matches_the_schema():
-    folders = [d for d in sorted(RECIPES_DIR.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+    folders = [d for d in sorted(recipes_dir().iterdir()) if d.is_dir() and not d.name.startswith(".")]
     assert folders
     for folder in folders:
         load_yaml(folder / "recipe.yaml", "recipe.schema.json")

@@ -57,6 +57,10 @@ def test_the_documents_name_commands():
 @pytest.mark.parametrize(("doc", "line"), PYFREIGHT_LINES, ids=[line for _, line in PYFREIGHT_LINES])
 def test_pyfreight_lines_name_real_subcommands_and_flags(doc, line):
     words = line.split()[1:]
+    top_level = {o for a in build_parser()._actions for o in a.option_strings}
+    while words and words[0].startswith("-"):  # options of pyfreight itself, before the subcommand
+        assert words[0] in top_level, f"{doc}: `{line}`: pyfreight has no option {words[0]}"
+        words = words[1:]
     if not words or words[0] in ("…", "(or"):
         return  # "pyfreight …" as a placeholder, or prose about the program itself
     subcommands = _subparsers()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pyfreight.datafiles import load_yaml, shown
 from pyfreight.errors import PyfreightError
-from pyfreight.paths import RECIPES_DIR
+from pyfreight.paths import recipes_dir as default_recipes_dir
 
 
 @dataclass(frozen=True)
@@ -76,10 +76,11 @@ def load_recipe(directory: Path) -> Recipe:
     )
 
 
-def load_all(recipes_dir: Path = RECIPES_DIR) -> dict[str, Recipe]:
-    """All recipes by name, in name order."""
+def load_all(recipes_dir: Path | None = None) -> dict[str, Recipe]:
+    """All recipes by name, in name order (of recipes/, or PYFREIGHT_RECIPES_DIR)."""
+    folder = recipes_dir or default_recipes_dir()
+    if not folder.is_dir():
+        raise PyfreightError(f"{folder}: no such recipes folder (PYFREIGHT_RECIPES_DIR)")
     return {
-        d.name: load_recipe(d)
-        for d in sorted(recipes_dir.iterdir())
-        if d.is_dir() and not d.name.startswith(".")
+        d.name: load_recipe(d) for d in sorted(folder.iterdir()) if d.is_dir() and not d.name.startswith(".")
     }
