@@ -10,11 +10,13 @@ killed outright are removed the next time a run starts."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -23,7 +25,7 @@ from pyfreight import interrupts
 from pyfreight.container import docker
 from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import alive
-from pyfreight.logs import tail
+from pyfreight.logs import say, tail
 
 HOSTNAME = "pyfreight"  # fixed, so no host name can reach an output
 OWNER_LABEL = "pyfreight.owner-pid"
@@ -53,6 +55,9 @@ class RunSpec:
     user: str | None = None  # "uid:gid"; None: the image's default
     workdir: str | None = None
     name_hint: str = "run"  # the container is named pyfreight-<hint>-<random>
+    # With a log: called with each line the run writes; what it returns is shown as the
+    # run's progress (a phase change at once, the same phase at most every 30 s).
+    progress: Callable[[str], str | None] | None = None
 
     def docker_args(self, name: str) -> list[str]:
         args = ["docker", "run", "--rm", "--init", "--name", name, "--label", f"{OWNER_LABEL}={os.getpid()}"]
@@ -125,7 +130,7 @@ def run(spec: RunSpec, check: bool = True) -> RunResult:
     try:
         if isinstance(spec.output, Path):
             spec.output.parent.mkdir(parents=True, exist_ok=True)
-            with spec.output.open("ab") as log:
+            with spec.output.open("ab") as log, _watching(spec.output, spec.progress):
                 log.write(f"$ {' '.join(args)}\n".encode())
                 log.flush()
                 proc = subprocess.run(args, stdout=log, stderr=subprocess.STDOUT, env=docker.DOCKER_ENV)
@@ -146,6 +151,45 @@ def run(spec: RunSpec, check: bool = True) -> RunResult:
     if check and not result.ok:
         raise PyfreightError(_failure(spec, result))
     return result
+
+
+@contextlib.contextmanager
+def _watching(log: Path, progress: Callable[[str], str | None] | None) -> Iterator[None]:
+    """Follows `log` in a thread while the run writes it, showing what `progress` says."""
+    if progress is None:
+        yield
+        return
+    done = threading.Event()
+    started = time.monotonic()
+    offset = log.stat().st_size if log.exists() else 0  # what the run writes comes after this
+
+    def follow() -> None:
+        shown, shown_at, kind = "", 0.0, ""
+        with log.open("r", errors="replace") as fh:
+            fh.seek(offset)
+            while True:
+                line = fh.readline()
+                if not line:
+                    if done.wait(1.0):
+                        return
+                    continue
+                label = progress(line)
+                if label is None or label == shown:
+                    continue
+                now = time.monotonic()
+                new_kind = label.split(",")[0]
+                if new_kind != kind or now - shown_at >= 30:
+                    minutes, seconds = divmod(int(now - started), 60)
+                    say(f"  {minutes:2d}:{seconds:02d}  {label}")
+                    shown, shown_at, kind = label, now, new_kind
+
+    thread = threading.Thread(target=follow, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=5)
 
 
 def _failure(spec: RunSpec, result: RunResult) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from pyfreight.container import images
 from pyfreight.cpython import relocate
 from pyfreight.cpython.options import INSTALL_PREFIX, BuildOptions, compiler_env, configure_args
+from pyfreight.cpython.progress import CPythonPhases
 from pyfreight.cpython.setup_local import (
     load_extension_data,
     parse_setup,
@@ -120,7 +121,7 @@ def build_cpython(
     training = "from the saved profile " if pgo_profile else ("with PGO training " if options.pgo else "")
     say(f"cpython {src.version} {options}: building {training}(log: {log})")
     started = time.monotonic()
-    with run_build_job(job, image, target, jobs, epoch, ws, log) as finished:
+    with run_build_job(job, image, target, jobs, epoch, ws, log, progress=CPythonPhases()) as finished:
         install, outputs_dir = finished.output(INSTALL_PREFIX), finished.output(OUTPUT_DIR)
         if build.profile is not None:
             made = outputs_dir / "pgo.profdata"
@@ -128,6 +129,7 @@ def build_cpython(
                 raise PyfreightError(f"the {options} build left no merged PGO profile; see {log}")
             made.replace(build.profile)
         _replace(build.objects, outputs_dir / "build")
+        say(f"cpython {src.version} {options}: making the tree relocatable")
         relocate.make_relocatable(install, src.version)
         _replace(build.tree, install)
     tree = build.tree

@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,7 +116,14 @@ class FinishedBuild:
 
 @contextlib.contextmanager
 def run_build_job(
-    job: BuildJob, image: BuildImage, target: str, jobs: int, epoch: int, ws: Workspace, log: Path
+    job: BuildJob,
+    image: BuildImage,
+    target: str,
+    jobs: int,
+    epoch: int,
+    ws: Workspace,
+    log: Path,
+    progress: Callable[[str], str | None] | None = None,
 ) -> Iterator[FinishedBuild]:
     """Runs `job`; yields its staging folder, removed when the caller is done with it."""
     ws.scratch.mkdir(parents=True, exist_ok=True)
@@ -154,6 +161,7 @@ def run_build_job(
             env=env,
             user=user,
             name_hint=job.name,
+            progress=progress,
         )
         run(spec)
         if os.geteuid() == 0 and outputs:  # the container wrote as its own user; hand them back

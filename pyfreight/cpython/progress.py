@@ -1,0 +1,37 @@
+"""Which phase a CPython build is in, read from its log as the build writes it, so the
+console says more than "building" for the 5 to 25 minutes a build takes."""
+
+from __future__ import annotations
+
+import re
+
+# (a line that starts a phase, the phase), in build order. The PGO lines are the
+# messages of CPython's own Makefile (profile-gen-stamp, profile-run-stamp,
+# profile-opt); the others are the first line configure, make and make install print.
+_PHASES = (
+    ("checking build system type", "configure"),
+    ("configure: creating Makefile", "compile"),
+    ("Building with support for profile generation", "PGO: instrumented build"),
+    ("Running code to generate profile data", "PGO: training on CPython's test suite"),
+    ("Rebuilding with profile guided optimizations", "PGO: optimized rebuild"),
+    ("Creating directory /install/bin", "install"),
+)
+# regrtest's progress: "0:01:02 load avg: 1.93 [12/44] test_array"
+_TEST_PROGRESS = re.compile(r"\[\s*(\d+)/(\d+)\]")
+
+
+class CPythonPhases:
+    """Called with each log line; returns the phase to show when it changed (and the
+    training's test count now and then), else None."""
+
+    def __init__(self) -> None:
+        self.phase = ""
+
+    def __call__(self, line: str) -> str | None:
+        for marker, phase in _PHASES:
+            if marker in line:
+                self.phase = phase
+                return phase
+        if self.phase.startswith("PGO: training") and (match := _TEST_PROGRESS.search(line)):
+            return f"PGO: training, test {match.group(1)} of {match.group(2)}"
+        return None
