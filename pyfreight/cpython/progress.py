@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import re
 
-# (a line that starts a phase, the phase), in build order. The PGO lines are the
-# messages of CPython's own Makefile (profile-gen-stamp, profile-run-stamp,
-# profile-opt); the others are the first line configure, make and make install print.
+# (a line that starts a phase, the phase). The PGO lines are the messages of CPython's
+# own Makefile: profile-run-stamp says "Running code…" and then makes profile-gen-stamp
+# ("Building with support…"), so both start the instrumented build; the training is
+# told by regrtest's first progress line. The others are the first line configure and
+# make install print.
 _PHASES = (
     ("checking build system type", "configure"),
     ("configure: creating Makefile", "compile"),
+    ("Running code to generate profile data", "PGO: instrumented build"),
     ("Building with support for profile generation", "PGO: instrumented build"),
-    ("Running code to generate profile data", "PGO: training on CPython's test suite"),
     ("Rebuilding with profile guided optimizations", "PGO: optimized rebuild"),
     ("Creating directory /install/bin", "install"),
 )
+TRAINING = "PGO: training on CPython's test suite"
 # regrtest's progress: "0:01:02 load avg: 1.93 [12/44] test_array"
 _TEST_PROGRESS = re.compile(r"\[\s*(\d+)/(\d+)\]")
 
@@ -32,6 +35,8 @@ class CPythonPhases:
             if marker in line:
                 self.phase = phase
                 return phase
-        if self.phase.startswith("PGO: training") and (match := _TEST_PROGRESS.search(line)):
-            return f"PGO: training, test {match.group(1)} of {match.group(2)}"
+        in_pgo = self.phase in ("PGO: instrumented build", TRAINING)
+        if in_pgo and (match := _TEST_PROGRESS.search(line)):
+            self.phase = TRAINING
+            return f"{TRAINING}, test {match.group(1)} of {match.group(2)}"
         return None
