@@ -20,6 +20,7 @@ clang-19 -c -fprofile-instr-generate Objects/object.c
 0:00:02 load avg: 1.00 [ 2/44] test_base64
 Rebuilding with profile guided optimizations:
 Creating directory /install/bin
+Rebuilding with profile guided optimizations:
 """
 
 

@@ -25,16 +25,31 @@ _TEST_PROGRESS = re.compile(r"\[\s*(\d+)/(\d+)\]")
 
 class CPythonPhases:
     """Called with each log line; returns the phase to show when it changed (and the
-    training's test count now and then), else None."""
+    training's test count now and then), else None. Phases only move forward: make
+    install runs the PGO targets again, which only say so."""
+
+    _ORDER = (
+        "configure",
+        "compile",
+        "PGO: instrumented build",
+        TRAINING,
+        "PGO: optimized rebuild",
+        "install",
+    )
 
     def __init__(self) -> None:
         self.phase = ""
 
+    def _advance(self, phase: str) -> str | None:
+        if self.phase and self._ORDER.index(phase) < self._ORDER.index(self.phase):
+            return None
+        self.phase = phase
+        return phase
+
     def __call__(self, line: str) -> str | None:
         for marker, phase in _PHASES:
             if marker in line:
-                self.phase = phase
-                return phase
+                return self._advance(phase)
         in_pgo = self.phase in ("PGO: instrumented build", TRAINING)
         if in_pgo and (match := _TEST_PROGRESS.search(line)):
             self.phase = TRAINING
