@@ -5,6 +5,7 @@ the C example of docs/embedding.md."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -116,3 +117,27 @@ def test_embed_output_is_reproducible(tree, tmp_path):
         outputs.append((binary.read_bytes(), library.read_bytes()))
     assert outputs[0][0] == outputs[1][0], "the interpreter differs between two links"
     assert outputs[0][1] == outputs[1][1], "the static library differs between two runs"
+
+
+def test_extracted_folder_cannot_lead_outside(noopt_dist, tmp_path):
+    """An extracted folder given to embed is judged like an archive: a library PYTHON.json
+    names that is a symlink out of the folder is refused, and so is a compiler flag
+    outside the allow-list; nothing is written."""
+    from pyfreight.formats.safe_archive import extract as safe_extract
+
+    folder = tmp_path / "unpacked"
+    safe_extract(noopt_dist.full, folder)
+    library = folder / "python" / "build" / "lib" / "libssl.a"
+    library.unlink()
+    library.symlink_to("/etc/passwd")
+    proc = pyfreight_cli("embed", folder, "-o", tmp_path / "python", "--cc", "gcc")
+    assert proc.returncode == 1
+    assert "names build/lib/libssl.a, which leads outside the archive" in proc.stderr
+    assert not (tmp_path / "python").exists()
+
+    document = json.loads((folder / "python" / "PYTHON.json").read_text())
+    document["build_info"]["inittab_cflags"] += ["-wrapper", f"/bin/sh,-c,touch {tmp_path}/pwned"]
+    (folder / "python" / "PYTHON.json").write_text(json.dumps(document))
+    proc = pyfreight_cli("embed", folder, "-o", tmp_path / "python", "--extensions", "minimal")
+    assert proc.returncode == 1 and "has '-wrapper', which embed does not pass" in proc.stderr
+    assert not (tmp_path / "pwned").exists()
