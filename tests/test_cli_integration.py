@@ -31,16 +31,17 @@ def _make(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_recipes_images_fetch_and_deps():
+def test_recipes_images_fetch_and_deps(noopt_dist):
+    """After the noopt build (so the sources are cached and the images exist)."""
     assert "openssl" in _ok(pyfreight_cli("recipes"))
     assert re.search(r"tag:\s+pyfreight-build:", _ok(pyfreight_cli("images")))
-    assert "verified" in _ok(pyfreight_cli("fetch", "--all", "--offline"))
-    assert "verified" in _ok(pyfreight_cli("fetch", "zlib", "xz"))
+    assert "verified" in _ok(pyfreight_cli("fetch", "--all"))
+    assert "verified" in _ok(pyfreight_cli("fetch", "zlib", "xz", "--offline"))
     out = _ok(pyfreight_cli("deps", "zlib", "xz", "-j", "1", "--jobs", "2", "--offline"))
     assert "up to date" in out and "zlib" in out
 
 
-def test_deps_force_rebuilds_the_same_bytes():
+def test_deps_force_rebuilds_the_same_bytes(noopt_dist):
     before = _ok(pyfreight_cli("deps", "zlib"))
     path = re.search(r"^zlib\s+(\S+)$", before, re.M)
     assert path is not None, before
@@ -88,7 +89,7 @@ def test_make_builds_then_is_up_to_date_in_seconds(noopt_dist, tmp_path):
         del os.environ["PYFREIGHT_DIST_DIR"]
 
 
-def test_make_front_door_targets():
+def test_make_front_door_targets(noopt_dist):
     for target in ("setup", "fetch", "deps", "images"):
         proc = _make(target)
         assert proc.returncode == 0, f"make {target}: {proc.stderr[-2000:]}"
