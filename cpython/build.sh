@@ -3,6 +3,14 @@
 # PY_TARBALL, PY_TOPDIR, CONFIGURE_ARGS (one per line), and the toolchain variables.
 tar xf "$SRC/$PY_TARBALL"
 cd "$PY_TOPDIR"
+# Our patches for this version (cpython-patches/, the driver stages only those whose
+# header names it), in name order; exact context only, so a patch that no longer fits
+# the source stops the build instead of landing somewhere else.
+for p in "$RECIPE_DIR"/patches/*.patch; do
+  [ -e "$p" ] || continue
+  echo "applying $(basename "$p")"
+  patch -p1 --forward --fuzz=0 --no-backup-if-mismatch < "$p"
+done
 cp "$RECIPE_DIR/Setup.local" Modules/Setup.local
 cat "$RECIPE_DIR/tkinter-tcl-library.py" >> Lib/tkinter/__init__.py
 

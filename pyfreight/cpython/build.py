@@ -3,6 +3,7 @@ into an install tree that is then made relocatable (pyfreight.relocate)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import Mapping
@@ -32,6 +33,9 @@ from pyfreight.records import record_matches, write_record
 from pyfreight.sources.fetch import fetch_source
 
 CPYTHON_DIR = REPO_ROOT / "cpython"
+# Our patches to CPython's sources, each naming in its header (`Versions: 3.14 3.15`)
+# the pinned minor versions it applies to (docs/cpython-patches.md).
+CPYTHON_PATCHES_DIR = REPO_ROOT / "cpython-patches"
 # Files of cpython/ the container build uses.
 RECIPE_FILES = ("build.sh", "export-build.sh", "print-vars.mk", "tkinter-tcl-library.py")
 # Inside the build container: where build.sh leaves outputs other than the install
@@ -157,10 +161,18 @@ def _cpython_job(
     pgo_profile: Path | None,
 ) -> BuildJob:
     """CPython as a recipe: cpython/'s build files plus the generated Setup.local (and a
-    saved profile), the pinned source, every dependency artifact, and the configure
-    arguments and compiler variables in the environment."""
+    saved profile) and our patches for its version, the pinned source, every dependency
+    artifact, and the configure arguments and compiler variables in the environment."""
     files: dict[str, Path | bytes] = {name: CPYTHON_DIR / name for name in RECIPE_FILES}
     files["Setup.local"] = setup_local.encode()
+    # The patches for this minor version, staged as patches/<name> (build.sh applies
+    # them in name order before configure) and hashed into the key like every file.
+    for patch in sorted(CPYTHON_PATCHES_DIR.glob("*.patch")):
+        versions = re.search(r"^Versions:(.*)$", patch.read_text(), re.MULTILINE)
+        if versions is None:
+            raise PyfreightError(f"{patch}: its header has no 'Versions:' line")
+        if src.minor in versions[1].split():
+            files[f"patches/{patch.name}"] = patch
     if pgo_profile:
         files[Path(PGO_PROFILE_INPUT).name] = pgo_profile
     env = compiler_env(options, target) | {

@@ -1,0 +1,197 @@
+"""Our patches to CPython (cpython-patches/): each applies exactly to every pinned
+version it names, the venv fix does what it says there, and the patches are inputs of
+the build's cache key."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from pyfreight.container.images import BuildImage
+from pyfreight.cpython import build
+from pyfreight.cpython.build import CPYTHON_PATCHES_DIR, _cpython_job
+from pyfreight.cpython.options import BuildOptions
+from pyfreight.cpython.versions import load_versions
+from pyfreight.deps.container_build import job_key
+from pyfreight.errors import PyfreightError
+from pyfreight.formats.tarball import open_tar
+from pyfreight.paths import default_workspace
+from pyfreight.sources.fetch import fetch_source
+from pyfreight.targets import DEFAULT_TARGET
+
+_, VERSIONS = load_versions()
+PATCHES = sorted(CPYTHON_PATCHES_DIR.glob("*.patch"))
+IMAGE = BuildImage(tag="pyfreight-build:test", image_id="sha256:" + "1" * 64, manifest=Path("/dev/null"))
+
+
+def versions_of(patch: Path) -> list[str]:
+    found = re.search(r"^Versions:(.*)$", patch.read_text(), re.MULTILINE)
+    assert found, f"{patch.name}: no 'Versions:' line"
+    return found[1].split()
+
+
+def patched_files(patch: Path) -> list[str]:
+    return re.findall(r"^\+\+\+ b/(\S+)", patch.read_text(), re.MULTILINE)
+
+
+# The files of each pinned source the tests read: what the patches touch, and CPython's
+# own getpath test (its mock file system).
+NEEDED = sorted(
+    {"Modules/getpath.py", "Lib/test/test_getpath.py", *(f for p in PATCHES for f in patched_files(p))}
+)
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory) -> dict[str, dict[str, bytes]]:
+    """minor -> {path: bytes} of NEEDED as they are in its tarball (one pass each)."""
+    found: dict[str, dict[str, bytes]] = {}
+    for minor, src in VERSIONS.items():
+        tarball = fetch_source(src.source, default_workspace().downloads, log=lambda m: None)
+        wanted = {f"{src.top_dir}/{name}": name for name in NEEDED}
+        found[minor] = {}
+        with open_tar(tarball) as tar:
+            for member in tar:
+                fh = tar.extractfile(member) if member.name in wanted else None
+                if fh is not None:
+                    found[minor][wanted[member.name]] = fh.read()
+        assert sorted(found[minor]) == NEEDED, f"{src.file}: missing {set(NEEDED) - set(found[minor])}"
+    return found
+
+
+def extract(files: dict[str, bytes], dest: Path) -> Path:
+    for name, data in files.items():
+        path = dest / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return dest
+
+
+def apply(patch: Path, tree: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["patch", "-p1", "--forward", "--fuzz=0", *extra, "-d", str(tree), "-i", str(patch)],
+        capture_output=True,
+        text=True,
+    )
+
+
+CASES = [(p, v) for p in PATCHES for v in versions_of(p)]
+
+
+def test_every_patch_names_pinned_versions_and_says_why():
+    assert PATCHES, f"no patches in {CPYTHON_PATCHES_DIR}"
+    assert sorted(p.name for p in CPYTHON_PATCHES_DIR.iterdir()) == [p.name for p in PATCHES]
+    for patch in PATCHES:
+        versions = versions_of(patch)
+        pinned = sorted(VERSIONS)
+        assert versions and set(versions) <= set(pinned), f"{patch.name}: {versions}, pinned {pinned}"
+        assert "\nWhy:" in patch.read_text().split("\n--- ")[0], f"{patch.name}: no 'Why:' in its header"
+        assert patched_files(patch), f"{patch.name}: not a unified diff"
+
+
+def test_every_pinned_version_gets_the_venv_fix():
+    for minor in VERSIONS:
+        fixes = [p for p, v in CASES if v == minor and "Modules/getpath.py" in patched_files(p)]
+        assert len(fixes) == 1, f"CPython {minor}: getpath patches {fixes}"
+
+
+@pytest.mark.parametrize(("patch", "minor"), CASES, ids=[f"{p.stem}@{v}" for p, v in CASES])
+def test_patch_applies_exactly(patch, minor, tmp_path, pristine):
+    tree = extract(pristine[minor], tmp_path)
+    done = apply(patch, tree, "--dry-run")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _getpath_case(getpath_py: Path, test_getpath_py: Path) -> dict[str, object]:
+    """Runs getpath.py, in CPython's own mock of a POSIX file system (its
+    test_getpath.py), for uv's layout: /home/u/.local/bin/python9.8 is a symlink into a
+    tree at /opt/tree built with prefix /install, and /v a venv made through it."""
+    support = types.ModuleType("test.support")
+    support.verbose = False  # type: ignore[attr-defined]
+    saved = {name: sys.modules.get(name) for name in ("test", "test.support")}
+    sys.modules["test"], sys.modules["test.support"] = types.ModuleType("test"), support
+    try:
+        spec = importlib.util.spec_from_file_location("cpython_test_getpath", test_getpath_py)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        for name, old in saved.items():
+            if old is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = old
+    module.SOURCE = getpath_py.read_bytes()
+    ns = module.MockPosixNamespace(argv0="/v/bin/python", PREFIX="/install")
+    ns.add_known_xfile("/opt/tree/bin/python9.8")
+    ns.add_known_file("/opt/tree/lib/python9.8/os.py")
+    ns.add_known_dir("/opt/tree/lib/python9.8/lib-dynload")
+    ns.add_known_xfile("/home/u/.local/bin/python9.8")
+    ns.add_known_link("/home/u/.local/bin/python9.8", "/opt/tree/bin/python9.8")
+    # Another Python's stdlib above `home` (with merged /usr, /lib is /usr/lib).
+    ns.add_known_file("/lib/python9.8/os.py")
+    ns.add_known_xfile("/v/bin/python")
+    ns.add_known_link("/v/bin/python", "/home/u/.local/bin/python9.8")
+    ns.add_known_file("/v/pyvenv.cfg", ["home = /home/u/.local/bin"])
+    result: dict[str, object] = module.getpath(ns, ["base_prefix", "module_search_paths"])
+    return result
+
+
+@pytest.mark.parametrize("minor", sorted(VERSIONS))
+def test_venv_through_an_outside_symlink_finds_the_tree(minor, tmp_path, pristine):
+    [patch] = [p for p, v in CASES if v == minor and "Modules/getpath.py" in patched_files(p)]
+    names = ("Modules/getpath.py", "Lib/test/test_getpath.py")
+    before = _getpath_case(*(extract(pristine[minor], tmp_path / "before") / n for n in names))
+    assert before["base_prefix"] != "/opt/tree"  # the bug: /install or the other Python's /
+    tree = extract(pristine[minor], tmp_path / "after")
+    done = apply(patch, tree)
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = _getpath_case(*(tree / n for n in names))
+    assert after == {
+        "base_prefix": "/opt/tree",
+        "module_search_paths": [
+            "/opt/tree/lib/python98.zip",
+            "/opt/tree/lib/python9.8",
+            "/opt/tree/lib/python9.8/lib-dynload",
+        ],
+    }
+
+
+def _job(minor: str, patches: Path | None = None, monkeypatch: pytest.MonkeyPatch | None = None):
+    if patches is not None and monkeypatch is not None:
+        monkeypatch.setattr(build, "CPYTHON_PATCHES_DIR", patches)
+    return _cpython_job(VERSIONS[minor], BuildOptions.parse("noopt"), DEFAULT_TARGET, "# Setup\n", {}, None)
+
+
+def test_the_build_gets_only_its_versions_patches():
+    for minor in VERSIONS:
+        files = _job(minor).files
+        staged = sorted(name.removeprefix("patches/") for name in files if name.startswith("patches/"))
+        assert staged == [p.name for p, v in CASES if v == minor]
+
+
+def test_patches_are_in_the_cache_key(tmp_path, monkeypatch):
+    patches = tmp_path / "cpython-patches"
+    shutil.copytree(CPYTHON_PATCHES_DIR, patches)
+    before = job_key(_job("3.14", patches, monkeypatch), IMAGE, DEFAULT_TARGET)
+    [patch] = [p for p in patches.glob("*.patch") if "3.14" in versions_of(p)]
+    patch.write_text(patch.read_text().replace("Why:", "Why (reworded):", 1))
+    assert job_key(_job("3.14", patches, monkeypatch), IMAGE, DEFAULT_TARGET) != before
+    # a patch for another version only does not change this version's key
+    patch.write_text(patch.read_text().replace("Why (reworded):", "Why:", 1))
+    (patches / "zz-other.patch").write_text("Versions: 3.13\nWhy: test\n--- a/x\n+++ b/x\n")
+    assert job_key(_job("3.14", patches, monkeypatch), IMAGE, DEFAULT_TARGET) == before
+
+
+def test_a_patch_without_versions_is_an_error(tmp_path, monkeypatch):
+    patches = tmp_path / "cpython-patches"
+    patches.mkdir()
+    (patches / "x.patch").write_text("--- a/x\n+++ b/x\n")
+    with pytest.raises(PyfreightError, match="no 'Versions:' line"):
+        _job("3.14", patches, monkeypatch)
