@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 
 import pytest
 
-from pyfreight.cpython.relocate import find_build_paths, make_relocatable, scrub_flags
+from pyfreight.cpython.relocate import (
+    CONFIG_SH_INSTALLED_PREFIX,
+    find_build_paths,
+    make_relocatable,
+    scrub_flags,
+)
 from pyfreight.errors import PyfreightError
 
 CC = "clang-19 --target=x86_64-linux-gnu --sysroot=/sysroot"
@@ -35,6 +41,37 @@ def fake_tree(root):
     (root / "bin" / "pip3").write_text("#!/install/bin/python3.14\nimport sys\nprint(sys.argv)\n")
     (root / "bin" / "pip3").chmod(0o755)
     (root / "bin" / "python3.14").write_bytes(b"\x7fELF\0/install binary")
+    # What make install leaves with the build prefix in it, as CPython writes them.
+    python_config = lib / "config-3.14-x86_64-linux-gnu" / "python-config.py"
+    python_config.write_text("#!/install/bin/python3.14\n# -*- python -*-\nimport sys\nprint(sys.argv[1:])\n")
+    python_config.chmod(0o755)
+    (root / "bin" / "python3.14-config").write_text(
+        "#!/bin/sh\n\n"
+        + CONFIG_SH_INSTALLED_PREFIX
+        + '\nprefix_real=$(installed_prefix "$0")\nprefix="/install"\nexec_prefix="${prefix}"\n'
+        + 'includedir=$(echo "${prefix}/include" | sed "s#$prefix#$prefix_real#")\n'
+        + 'echo "$prefix_real|$includedir"\n'
+    )
+    (root / "bin" / "python3.14-config").chmod(0o755)
+    (root / "bin" / "python3-config").symlink_to("python3.14-config")
+    (lib / "_sysconfig_vars__linux_x86_64-linux-gnu.json").write_text(
+        json.dumps({"prefix": "/install", "LIBDIR": "/install/lib", "INSTALL": "/usr/bin/install -c"})
+    )
+    (lib / "build-details.json").write_text(
+        json.dumps(
+            {
+                "schema_version": "1.0",
+                "base_prefix": "/install",
+                "base_interpreter": "/install/bin/python3.14",
+                "libpython": {"static": "/install/lib/libpython3.14.a"},
+                "c_api": {
+                    "headers": "/install/include/python3.14",
+                    "pkgconfig_path": "/install/lib/pkgconfig",
+                },
+            },
+            indent=2,
+        )
+    )
     return lib
 
 
@@ -101,3 +138,73 @@ def test_free_threaded_tree(tmp_path):
     data = (root / "lib/python3.14t/_sysconfigdata__linux_x86_64-linux-gnu.py").read_text()
     assert "'CC': 'cc'" in data and "/tools" not in data
     assert "python3.14t" in (root / "bin" / "pip3").read_text().splitlines()[1]
+
+
+def test_build_paths_found_in_any_text_file_shebangs_included(tmp_path):
+    # The install prefix is a build path too: python-config.py kept #!/install/bin/…
+    # because the scan only knew /tools/deps, /build/work and /sysroot.
+    root = tmp_path / "tree"
+    (root / "lib" / "python3.14" / "config-3.14").mkdir(parents=True)
+    (root / "lib" / "python3.14" / "config-3.14" / "python-config.py").write_text(
+        "#!/install/bin/python3.14\nimport sys\n"
+    )
+    (root / "lib" / "python3.14" / "vars.json").write_text('{"LIBPL": "-L/install/lib"}\n')
+    (root / "lib" / "python3.14" / "flags.txt").write_text("cc -I/install/include/python3.14\n")
+    # /install inside another path or name is not the prefix.
+    (root / "lib" / "python3.14" / "fine.py").write_text(
+        "INSTALL = '/usr/bin/install -c'\nfrom pip._internal.commands import install\n"
+        "p = 'commands/install.py'; s = 'config/install-sh'; t = '/installer/x'\n"
+    )
+    found = sorted(leak.split(":")[0] for leak in find_build_paths(root))
+    assert found == [
+        "lib/python3.14/config-3.14/python-config.py",
+        "lib/python3.14/flags.txt",
+        "lib/python3.14/vars.json",
+    ]
+
+
+def test_python_config_py_finds_the_interpreter_three_folders_up(tmp_path):
+    root = tmp_path / "some where" / "tree"
+    lib = fake_tree(root)
+    (root / "bin" / "python3.14").unlink()
+    (root / "bin" / "python3.14").symlink_to(sys.executable)
+    make_relocatable(root, "3.14.7")
+    script = lib / "config-3.14-x86_64-linux-gnu" / "python-config.py"
+    assert "/install" not in script.read_text()
+    moved = tmp_path / "moved tree"
+    (tmp_path / "some where" / "tree").rename(moved)
+    out = subprocess.run([str(moved / script.relative_to(root)), "--cflags"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['--cflags']"
+
+
+def test_config_script_finds_its_prefix_from_a_path_with_a_space(tmp_path):
+    root = tmp_path / "some where" / "tree"
+    fake_tree(root)
+    make_relocatable(root, "3.14.7")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "pyconf").symlink_to(root / "bin" / "python3-config")
+    for script in (root / "bin" / "python3-config", elsewhere / "pyconf"):
+        out = subprocess.run(["sh", str(script)], capture_output=True, text=True)
+        assert out.returncode == 0 and not out.stderr, out.stderr
+        assert out.stdout.strip() == f"{root}|{root}/include"
+
+
+def test_json_files_keep_no_build_prefix(tmp_path):
+    root = tmp_path / "tree"
+    lib = fake_tree(root)
+    make_relocatable(root, "3.14.7")
+    details = json.loads((lib / "build-details.json").read_text())
+    # PEP 739's relative form: base_prefix from the file's folder, the rest from base_prefix.
+    assert details["base_prefix"] == "../.."
+    assert details["base_interpreter"] == "./bin/python3.14"
+    assert details["libpython"]["static"] == "./lib/libpython3.14.a"
+    assert details["c_api"] == {"headers": "./include/python3.14", "pkgconfig_path": "./lib/pkgconfig"}
+    assert (lib / details["base_prefix"] / details["base_interpreter"]).resolve() == root / "bin/python3.14"
+    variables = json.loads((lib / "_sysconfig_vars__linux_x86_64-linux-gnu.json").read_text())
+    assert variables == {
+        "prefix": "@PYFREIGHT_PREFIX@",
+        "LIBDIR": "@PYFREIGHT_PREFIX@/lib",
+        "INSTALL": "/usr/bin/install -c",
+    }

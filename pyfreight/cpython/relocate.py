@@ -8,6 +8,7 @@ and so that prefixes are computed from where the tree is at run time."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -45,10 +46,39 @@ def _pyfreight_relocate(value, _prefix=__import__("sys").base_prefix):
 build_time_vars = {{k: _pyfreight_relocate(v) for k, v in build_time_vars.items()}}
 '''
 
-# A shebang that finds the interpreter beside the script, wherever the tree is.
+# A shebang that finds the interpreter from the script's own real location, wherever
+# the tree is: `{python}` is the interpreter's path relative to the script's folder.
 SHEBANG_TRAMPOLINE = (
     '#!/bin/sh\n\'\'\'exec\' "$(dirname -- "$(realpath -- "$0")")/{python}" "$0" "$@"\n\' \'\'\'\n'
 )
+
+# The install prefix as a path of its own, in any text (a shebang, `-I/install/include`,
+# `"prefix": "/install"`, `--prefix=/install`), but not inside another path or name
+# (/usr/bin/install, commands/install.py, install-sh).
+INSTALL_PATH = re.compile(rf"(?:(?<![\w.\-/~])|(?<=-[IL])){re.escape(INSTALL_PREFIX)}(?![\w.\-])")
+
+# bin/python3.X-config (CPython's Misc/python-config.sh.in, the same in 3.13 to 3.15)
+# finds its prefix with unquoted command substitutions, so from a tree whose path has a
+# space it prints `-I/include/python3.X`; and it keeps the build prefix as the pattern it
+# rewrites its paths with. The function becomes a quoted one that also follows a symlink
+# to the script from another folder; the pattern becomes our token, which no path holds.
+CONFIG_SH_INSTALLED_PREFIX = """installed_prefix ()
+{
+    RESULT=$(dirname $(cd $(dirname "$1") && pwd -P))
+    if which readlink >/dev/null 2>&1 ; then
+        if readlink -f "$RESULT" >/dev/null 2>&1; then
+          RESULT=$(readlink -f "$RESULT")
+        fi
+    fi
+    echo $RESULT
+}
+"""
+CONFIG_SH_RELOCATABLE_PREFIX = """installed_prefix ()
+{
+    # pyfreight: the folder above the real bin/ of this script, quoted (spaces).
+    dirname -- "$(dirname -- "$(realpath -- "$1")")"
+}
+"""
 
 
 # The source folder CPython was built in, recorded as srcdir, abs_builddir and the like.
@@ -88,9 +118,39 @@ def _text(path: Path) -> str | None:
 
 
 def _rewrite_shebang(path: Path, python: str) -> None:
+    """A `#!/install/bin/…` script runs `python` (a path relative to the script's
+    folder) instead."""
     text = _text(path)
     if text and text.startswith(f"#!{INSTALL_PREFIX}/bin/"):
         path.write_text(SHEBANG_TRAMPOLINE.format(python=python) + text.split("\n", 1)[1])
+
+
+def _relocatable_config_script(text: str, path: Path) -> str:
+    if CONFIG_SH_INSTALLED_PREFIX not in text:
+        raise PyfreightError(f"{path}: its installed_prefix function is not the one relocate.py rewrites")
+    text = text.replace(CONFIG_SH_INSTALLED_PREFIX, CONFIG_SH_RELOCATABLE_PREFIX)
+    return text.replace(f'prefix="{INSTALL_PREFIX}"', f'prefix="{PREFIX_TOKEN}"')
+
+
+def _relative_build_details(text: str, path: Path, tree: Path) -> str:
+    """PEP 739 lets build-details.json give base_prefix relative to the file's folder
+    and the other paths relative to base_prefix (what CPython's own
+    generate-build-details.py --relative-paths writes), so it stays true when the tree
+    moves."""
+    data = json.loads(text)
+    if data.get("base_prefix") != INSTALL_PREFIX:
+        raise PyfreightError(f"{path}: base_prefix is {data.get('base_prefix')!r}, not {INSTALL_PREFIX}")
+    data["base_prefix"] = "/".join(".." for _ in path.parent.relative_to(tree).parts)
+    keys = ("base_interpreter", "libpython.dynamic", "libpython.dynamic_stableabi", "libpython.static")
+    for key in (*keys, "c_api.headers", "c_api.pkgconfig_path"):
+        *parents, child = key.split(".")
+        holder = data
+        for part in parents:
+            holder = holder.get(part, {})
+        value = holder.get(child)
+        if isinstance(value, str) and value.startswith(f"{INSTALL_PREFIX}/"):
+            holder[child] = "." + value.removeprefix(INSTALL_PREFIX)
+    return json.dumps(data, indent=2) + "\n"
 
 
 def installed_python_name(tree: Path) -> str:
@@ -107,11 +167,17 @@ def make_relocatable(tree: Path, version: str) -> None:
     for script in sorted((tree / "bin").iterdir()):
         if script.is_file() and not script.is_symlink():
             _rewrite_shebang(script, python)
+    # python-config.py beside the config Makefile: the interpreter is three folders up.
+    for script in sorted((tree / "lib" / python).glob("config-*/python-config.py")):
+        _rewrite_shebang(script, f"../../../bin/{python}")
     for data in sorted((tree / "lib" / python).glob("_sysconfigdata_*.py")):
         text = replace_prefix(scrub_flags(data.read_text(), INSTALL_PREFIX), PREFIX_TOKEN)
         data.write_text(text + SYSCONFIG_TRAILER)
+    # The JSON copy of the same variables cannot compute anything: the install prefix is
+    # the token that the module above replaces with sys.base_prefix at import, for
+    # tools that read the file to do the same, rather than a /install no user has.
     for vars_json in sorted((tree / "lib" / python).glob("_sysconfig_vars_*.json")):
-        vars_json.write_text(scrub_flags(vars_json.read_text()))
+        vars_json.write_text(replace_prefix(scrub_flags(vars_json.read_text()), PREFIX_TOKEN))
     for makefile in sorted((tree / "lib" / python).glob("config-*/Makefile")):
         text = replace_prefix(scrub_flags(makefile.read_text(), INSTALL_PREFIX), "$(PYFREIGHT_PREFIX)")
         head = "# pyfreight: the prefix is three folders above this Makefile.\n"
@@ -121,11 +187,12 @@ def make_relocatable(tree: Path, version: str) -> None:
         pc.write_text(replace_prefix(scrub_flags(pc.read_text()), "${pcfiledir}/../.."))
     for config in sorted((tree / "bin").glob("python*-config")):
         if not config.is_symlink():
-            config.write_text(scrub_flags(config.read_text()))
+            config.write_text(_relocatable_config_script(scrub_flags(config.read_text()), config))
     for setup in sorted((tree / "lib" / python).glob("config-*/Setup*")):
         setup.write_text(scrub_flags(setup.read_text()))
     for build_details in sorted((tree / "lib" / python).glob("build-details.json")):
-        build_details.write_text(scrub_flags(build_details.read_text()))
+        text = scrub_flags(build_details.read_text())
+        build_details.write_text(_relative_build_details(text, build_details, tree))
     _link_duplicate_static_library(tree, python)
     _link_python_names(tree, python)
     leftovers = find_build_paths(tree)
@@ -153,15 +220,21 @@ def _link_duplicate_static_library(tree: Path, python: str) -> None:
 
 
 def find_build_paths(tree: Path) -> list[str]:
-    """Text files of the tree that still name the build environment."""
+    """Text files of the tree that still name the build environment: the paths of
+    FORBIDDEN anywhere, and the install prefix as a path (INSTALL_PATH), a shebang's
+    included. The prefix needs the pattern: as a plain substring, /install is in
+    /usr/bin/install, which sysconfig rightly keeps."""
     found = []
     for path in sorted(tree.rglob("*")):
         if path.is_file() and not path.is_symlink() and path.suffix not in (".pyc",):
             text = _text(path)
             if text is None:
                 continue
-            for s in FORBIDDEN:
-                if (at := text.find(s)) >= 0:
+            hits = [(s, text.find(s)) for s in FORBIDDEN]
+            if match := INSTALL_PATH.search(text):
+                hits.append((INSTALL_PREFIX, match.start()))
+            for s, at in hits:
+                if at >= 0:
                     context = text[max(0, at - 40) : at + 40].replace("\n", " ")
                     found.append(f"{path.relative_to(tree)}: {s} in …{context}…")
     return found

@@ -263,6 +263,90 @@ def _venv() -> str:
         return out.split(" from ")[0]
 
 
+def _tiny_wheel(folder: Path) -> Path:
+    """A pure-Python wheel written here (the container has no network): a module and a
+    console script."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {
+        "pfcheck/__init__.py": "def main():\n    print('pfcheck', __file__)\n",
+        "pfcheck-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: pfcheck\nVersion: 1.0\n",
+        "pfcheck-1.0.dist-info/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: pyfreight-check\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
+        "pfcheck-1.0.dist-info/entry_points.txt": "[console_scripts]\npfcheck = pfcheck:main\n",
+    }
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(text.encode())}")
+    files["pfcheck-1.0.dist-info/RECORD"] = "\n".join([*record, "pfcheck-1.0.dist-info/RECORD,,"]) + "\n"
+    wheel = folder / "pfcheck-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+    return wheel
+
+
+@check("venv through a symlink outside the tree, a venv of it, pip install of a wheel")
+def _venv_through_symlink() -> str:
+    tree = Path(sys.base_prefix).resolve()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        # uv's layout: ~/.local/bin/python3.X is a symlink into the managed tree.
+        (root / "bin").mkdir()
+        link = root / "bin" / "py"
+        link.symlink_to(Path(sys.executable).resolve())
+        wheel = _tiny_wheel(root)
+        first, second = root / "v1", root / "v2"
+        subprocess.run([str(link), "-m", "venv", str(first)], check=True)
+        home = (first / "pyvenv.cfg").read_text().split("home = ", 1)[1].splitlines()[0]
+        assert home == str(root / "bin"), f"pyvenv.cfg home = {home}"  # the case that failed
+        subprocess.run([str(first / "bin" / "python"), "-m", "venv", str(second)], check=True)
+        probe = "import sys, ssl; print(sys.prefix); print(sys.base_prefix)"
+        for env in (first, second):
+            python = str(env / "bin" / "python")
+            prefix, base = subprocess.run(
+                [python, "-c", probe], check=True, capture_output=True, text=True
+            ).stdout.splitlines()
+            assert prefix == str(env) and Path(base).resolve() == tree, (prefix, base)
+            pip = [python, "-m", "pip", "install", "--no-index", "--no-deps", "--disable-pip-version-check"]
+            subprocess.run([*pip, "--quiet", str(wheel)], check=True)
+            ran = subprocess.run([str(env / "bin" / "pfcheck")], check=True, capture_output=True, text=True)
+            assert ran.stdout.startswith(f"pfcheck {env}/lib/"), ran.stdout
+        return f"home = {home}; sys.base_prefix = {tree}"
+
+
+@check("bin/python3-config prints flags with no build path")
+def _python_config() -> str:
+    tree = Path(sys.base_prefix).resolve()
+    out = subprocess.run(
+        [str(tree / "bin" / "python3-config"), "--cflags", "--ldflags"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert not out.stderr, out.stderr
+    include = f"-I{tree}/include/python{sysconfig.get_python_version()}{sys.abiflags}"
+    assert include in out.stdout and f"-L{tree}/lib" in out.stdout, out.stdout
+    leaks = [b for b in ("/install", "/tools/", "/build/work", "/sysroot") if b in out.stdout]
+    assert not leaks, f"{leaks} in {out.stdout}"
+    return out.stdout.splitlines()[0].split(" -fno")[0]
+
+
+@check("lib/python3.X/config-*/python-config.py runs by its shebang")
+def _python_config_py() -> str:
+    [script] = Path(sysconfig.get_config_var("LIBPL")).glob("python-config.py")
+    with open(script) as fh:
+        shebang = fh.readline()
+    assert "/install" not in shebang, shebang
+    out = subprocess.run([str(script), "--prefix"], check=True, capture_output=True, text=True).stdout
+    assert Path(out.strip()).resolve() == Path(sys.base_prefix).resolve(), out
+    return out.strip()
+
+
 @check("sysconfig names a plain host compiler and no build paths")
 def _sysconfig() -> str:
     cc = sysconfig.get_config_var("CC")
