@@ -62,7 +62,7 @@ bench: setup
 
 # Whole-stdlib import from memory vs the filesystem, on the pgo+lto archive (table + JSON).
 bench-import: setup
-	$(PYFREIGHT) bench-import --python $(CPYTHON) --target $(TARGET) --no-pie-too $(ARGS)
+	$(PYFREIGHT) bench-import --python $(CPYTHON) --target $(TARGET) --pie-both $(ARGS)
 
 clean:
 	rm -rf build dist

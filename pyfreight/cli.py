@@ -142,7 +142,20 @@ def cmd_bench(args: argparse.Namespace) -> None:
     from pyfreight.bench.throughput import run_bench
 
     only = [n for n in (args.only or "").split(",") if n]
-    path = run_bench(default_workspace(), args.python, args.target, args.jobs, only, fast=not args.rigorous)
+    options = [o for o in args.options.split(",") if o]
+    if not options:
+        raise PyfreightError("--options names no build; give e.g. --options pgo+lto,noopt")
+    path = run_bench(
+        default_workspace(),
+        args.python,
+        args.target,
+        args.jobs,
+        options=options,
+        against_trees=args.against,
+        suite_name=args.suite,
+        only=only,
+        fast=not args.rigorous,
+    )
     print(f"saved: {path} (and {path.with_suffix('.txt').name})")
 
 
@@ -212,8 +225,7 @@ def cmd_bench_import(args: argparse.Namespace) -> None:
         archive = ensure_archive(ws, args.python, args.options, args.target, args.jobs)
     limits = _limits(args)
     binary = ensure_memory_binary(ws, archive, args.cc, limits=limits)
-    nopie = ensure_memory_binary(ws, archive, args.cc, pie=False, limits=limits) if args.no_pie_too else None
-    run_bench_import(ws, archive, binary, args.runs, nopie, limits=limits)
+    run_bench_import(ws, archive, binary, args.runs, pie_both=args.pie_both, cc=args.cc, limits=limits)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
@@ -401,11 +413,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--strip", action="store_true", help="leave the objects' debug information out of the output"
     )
-    p.add_argument(
+    pie = p.add_mutually_exclusive_group()
+    pie.add_argument(
+        "--pie",
+        dest="pie",
+        action="store_const",
+        const=True,
+        help="a position-independent executable (ASLR for it; default: as the archive's python3)",
+    )
+    pie.add_argument(
         "--no-pie",
         dest="pie",
-        action="store_false",
-        help="position-dependent executable: faster start, no ASLR",
+        action="store_const",
+        const=False,
+        help="a position-dependent executable: faster start, no ASLR for it (default: as python3)",
     )
     p.add_argument(
         "--memory-importer",
@@ -433,18 +454,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cc", help="C compiler driver for linking the memory binary")
     p.add_argument("--runs", type=int, default=15, help="interleaved runs of each command (at least 10)")
     p.add_argument(
-        "--no-pie-too",
+        "--pie-both",
         action="store_true",
-        help="also measure a non-PIE memory binary (start-up relocation cost)",
+        help="also measure the memory binary linked the other way (PIE or not): start-up relocation cost",
     )
     p.set_defaults(func=cmd_bench_import)
 
     p = sub.add_parser(
         "bench",
         parents=parents("python", "target", "jobs"),
-        help="pyperformance subset: our pgo+lto and noopt builds vs Debian's python (table + JSON)",
+        help="pyperformance: our builds vs Debian's python and other trees (table + JSON)",
     )
-    p.add_argument("--only", metavar="NAME,…", help="run only these benchmarks of cpython/bench.yaml")
+    p.add_argument(
+        "--options",
+        default="pgo+lto,noopt",
+        metavar="OPTION,…",
+        help="our builds to measure, the first is the reference column (default: %(default)s)",
+    )
+    p.add_argument(
+        "--against",
+        action="append",
+        default=[],
+        metavar="[LABEL=]TREE",
+        help="also measure the interpreter of this install tree (repeatable)",
+    )
+    p.add_argument(
+        "--suite",
+        choices=["subset", "full"],
+        default="subset",
+        help="cpython/bench.yaml's subset, or pyperformance's default suite less what needs PyPI packages",
+    )
+    p.add_argument("--only", metavar="NAME,…", help="run only these benchmarks of the suite")
     p.add_argument("--rigorous", action="store_true", help="pyperf's default run counts instead of --fast")
     p.set_defaults(func=cmd_bench)
     return parser

@@ -47,27 +47,69 @@ def test_geometric_mean():
     assert geometric_mean([1.0]) == 1.0
 
 
-def _report(noopt: float, debian: float) -> dict:
+def _report(noopt: float, debian: float, startup: float) -> dict:
+    """Times in seconds: ours 1.0 everywhere; the others as given."""
+    d = "debian 3.14.8-1"
     report = {
-        "interpreters": ["pgo+lto", "noopt", "debian 3.14.8-1"],
-        "results": {"nbody": {"pgo+lto": 1.0, "noopt": noopt, "debian 3.14.8-1": debian}},
-        "geomean": {"pgo+lto": 1.0, "noopt": noopt, "debian 3.14.8-1": debian},
-        "startup": {"pgo+lto": 1.0, "noopt": 1.0, "debian 3.14.8-1": debian},
+        "interpreters": ["pgo+lto", "noopt", d],
+        "results": {
+            "nbody": {"pgo+lto": 1.0, "noopt": noopt, d: debian},
+            "python_startup": {"pgo+lto": 1.0, "noopt": noopt, d: startup},
+        },
+        "geomean": {"pgo+lto": 1.0, "noopt": noopt, d: debian},
+        "startup": {"pgo+lto": 1.0, "noopt": 1.0, d: startup},
+        "startup_names": ["python_startup"],
+        "probe": {
+            label: {
+                "facts": {"pie": label != d},
+                "startup": {"python -c pass": {"peak_rss_kib": 10240, "minor_faults": 900, "major_faults": 0}},
+            }
+            for label in ("pgo+lto", "noopt", d)
+        },
     }
     report["targets"] = _targets(report)
     return report
 
 
 def test_targets_met_and_missed():
-    met = _report(noopt=1.3, debian=1.05)
-    assert [t["met"] for t in met["targets"]] == [True, True, True]
-    missed = _report(noopt=1.1, debian=0.9)
-    assert [t["met"] for t in missed["targets"]] == [False, False, False]
+    met = _report(noopt=1.3, debian=1.06, startup=1.06)
+    assert [t["met"] for t in met["targets"]] == [True, True, True, True]
+    # 5% faster than Debian is the bar, start-up at most 0.95x of Debian's time, and
+    # no benchmark more than 10% slower
+    missed = _report(noopt=1.1, debian=0.85, startup=1.04)
+    assert [t["met"] for t in missed["targets"]] == [False, False, False, False]
     table = render_table(missed)
-    assert "NOT MET (1.10x)" in table and "NOT MET (0.90x)" in table
+    assert "NOT MET (1.10x)" in table and "NOT MET (0.85x)" in table
+    assert "python_startup at most 0.95x debian 3.14.8-1's time: NOT MET (0.96x)" in table
+    assert "no benchmark more than 10% slower than debian 3.14.8-1: NOT MET (nbody)" in table
+    assert "10.0 MiB" in table
 
 
 def test_suite_names_its_startup_benchmarks():
     suite = load_suite()
     assert set(suite["startup"]) <= set(suite["benchmarks"])
     assert all(spec[0].startswith("bm_") for spec in suite["benchmarks"].values())
+
+
+def test_against_needs_an_install_tree(tmp_path: Path):
+    from pyfreight.bench.interpreters import against
+
+    with pytest.raises(PyfreightError, match="is not a folder"):
+        against(str(tmp_path / "missing"), 0)
+    with pytest.raises(PyfreightError, match="has no bin/ folder"):
+        against(str(tmp_path), 0)
+    (tmp_path / "bin").mkdir()
+    with pytest.raises(PyfreightError, match=r"no bin/python3\.X"):
+        against(str(tmp_path), 0)
+    tree = tmp_path / "pbs" / "python" / "install"
+    (tree / "bin").mkdir(parents=True)
+    (tree / "lib" / "python3.14").mkdir(parents=True)
+    named = against(f"pbs={tree}", 1)
+    assert (named.label, named.python) == ("pbs", "/opt/against1/bin/python3.14")
+    # an extracted archive's python/install is named by the folder holding it
+    assert against(str(tree), 2).label == "python"
+    with pytest.raises(PyfreightError, match="with ':'"):
+        weird = tmp_path / "a:b"
+        (weird / "bin").mkdir(parents=True)
+        (weird / "lib" / "python3.14").mkdir(parents=True)
+        against(str(weird), 3)

@@ -45,3 +45,64 @@ def test_recorded_flags_are_host_safe():
     for var in ("CFLAGS", "LDFLAGS"):
         assert "/tools" not in env[var] and "lld" not in env[var] and "sysroot" not in env[var]
     assert "-fuse-ld=lld" in env["LDFLAGS_NODIST"]
+
+
+@pytest.mark.parametrize(
+    ("text", "canonical"),
+    [
+        ("pgo+lto+nopie", "pgo+lto+nopie"),
+        ("pgo+lto+fulllto+ssp", "pgo+lto+ssp+fulllto"),
+        ("freethreaded+pgo+lto+nocet", "freethreaded+pgo+lto+nocet"),
+        ("noopt+nopie", "noopt+nopie"),
+    ],
+)
+def test_modifiers_parse_to_one_canonical_name(text, canonical):
+    assert str(BuildOptions.parse(text)) == canonical
+    assert BuildOptions.parse(canonical) == BuildOptions.parse(text)
+
+
+def test_modifiers_change_the_flags_they_name():
+    default = compiler_env(BuildOptions.parse("pgo+lto"), DEFAULT_TARGET)
+    nopie = compiler_env(BuildOptions.parse("pgo+lto+nopie"), DEFAULT_TARGET)
+    assert "-no-pie" in nopie["LDFLAGS_NODIST"].split() and "-no-pie" not in default["LDFLAGS_NODIST"].split()
+    ssp = compiler_env(BuildOptions.parse("pgo+lto+ssp"), DEFAULT_TARGET)
+    assert "-fstack-protector" in ssp["CFLAGS"].split() and "-fstack-protector-strong" not in ssp["CFLAGS"]
+    nocet = compiler_env(BuildOptions.parse("pgo+lto+nocet"), DEFAULT_TARGET)
+    assert "-fcf-protection" in default["CFLAGS"] and "-fcf-protection" not in nocet["CFLAGS"]
+    assert "--with-lto=full" in configure_args("3.14.7", BuildOptions.parse("pgo+lto+fulllto"))
+    assert "--with-lto=thin" in configure_args("3.14.7", BuildOptions.parse("lto"))
+    # every hardening the issue keeps stays whatever the modifiers say
+    for env in (default, nopie, ssp, nocet):
+        assert "-D_FORTIFY_SOURCE=2" in env["CFLAGS"] and "-z,now" in env["LDFLAGS"]
+        assert "noexecstack" in env["LDFLAGS"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("pgo+lto+pie", "already the default"),
+        ("pgo+lto+nopie+pie", "two modifiers set pie"),
+        ("pgo+fulllto", "needs an lto option"),
+        ("pgo+lto+fast", "unknown modifier 'fast'"),
+        ("lto+pgo", "unknown modifier 'pgo'"),
+    ],
+)
+def test_bad_modifiers_are_named(text, message):
+    with pytest.raises(PyfreightError, match=message):
+        BuildOptions.parse(text)
+
+
+def test_schema_accepts_every_modifier_and_nothing_else():
+    import json
+
+    import jsonschema
+
+    from pyfreight.cpython.options import MODIFIERS
+    from pyfreight.paths import SCHEMA_DIR
+
+    schema = json.loads((SCHEMA_DIR / "PYTHON.json.schema.json").read_text())
+    field = {"type": "object", "properties": {"b": schema["properties"]["build_options"]}}
+    for name in MODIFIERS:
+        jsonschema.validate({"b": f"freethreaded+pgo+lto+{name}"}, field)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"b": "pgo+lto+bogus"}, field)

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyfreight.cpython.options import BuildOptions
 from pyfreight.dist.python_json import checked_document
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
@@ -166,17 +167,17 @@ def ensure_archive(ws: Workspace, minor: str | None, options: str, target: str, 
 
 
 def ensure_memory_binary(
-    ws: Workspace, archive: Path, cc: str | None, pie: bool = True, limits: Limits = DEFAULT_LIMITS
+    ws: Workspace, archive: Path, cc: str | None, pie: bool | None = None, limits: Limits = DEFAULT_LIMITS
 ) -> Path:
     """The in-memory importer binary of `archive`, linked again only when the archive
-    changed (a stamp records its size and mtime). The PIE one is linked as the archive's
-    python3 is; the non-PIE one shows what relocation processing costs at start-up."""
+    changed (a stamp records its size and mtime). By default linked as the archive's
+    python3 is (PIE or not); the other way round shows what relocations cost at start-up."""
     from pyfreight.embed.command import embed
     from pyfreight.embed.memory import PackOptions
 
     folder = ws.build / "bench-import" / archive.name.removesuffix(".tar.zst")
     folder.mkdir(parents=True, exist_ok=True)
-    name = "python-memory" if pie else "python-memory-nopie"
+    name = {None: "python-memory", True: "python-memory-pie", False: "python-memory-nopie"}[pie]
     binary, stamp = folder / name, folder / f"{name}.stamp"
     wanted = f"{archive.stat().st_size} {archive.stat().st_mtime_ns} {cc}"
     if not (binary.is_file() and stamp.is_file() and stamp.read_text() == wanted):
@@ -191,11 +192,13 @@ def run_bench_import(
     archive: Path,
     memory_binary: Path,
     runs: int,
-    nopie_binary: Path | None = None,
+    pie_both: bool = False,
+    cc: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> Path:
-    """Measures `memory_binary` (linked from `archive`) against the archive's python3;
-    `nopie_binary`, when given, is measured beside them for information (no target)."""
+    """Measures `memory_binary` (linked from `archive` as its python3 is) against the
+    archive's python3; with `pie_both`, a memory binary linked the other way (PIE or
+    not) is measured beside them for information (no target)."""
     unpacked = ws.build / "bench-import" / archive.name.removesuffix(".tar.zst") / "unpacked"
     if not unpacked.is_dir():
         say(f"bench-import: extracting {archive.name}")
@@ -214,9 +217,12 @@ def run_bench_import(
         "filesystem -c pass": [str(python), "-c", "pass"],
         "memory -c pass": [str(memory_binary), "-c", "pass"],
     }
-    if nopie_binary:
-        commands["memory non-PIE import"] = [str(nopie_binary), "-I", "-c", script]
-        commands["memory non-PIE -c pass"] = [str(nopie_binary), "-c", "pass"]
+    if pie_both:
+        pie = not BuildOptions.parse(document["build_options"]).codegen.pie
+        other_binary = ensure_memory_binary(ws, archive, cc, pie=pie, limits=limits)
+        other = "PIE" if pie else "non-PIE"
+        commands[f"memory {other} import"] = [str(other_binary), "-I", "-c", script]
+        commands[f"memory {other} -c pass"] = [str(other_binary), "-c", "pass"]
     results = measure(commands, runs, env)
     parts = breakdown(memory_binary, names, script, env)
     table, ratios = render(results, len(names), parts)

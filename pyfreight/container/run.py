@@ -40,6 +40,14 @@ class Mount:
     inside: str
     read_only: bool = True
 
+    def __post_init__(self) -> None:
+        # docker's -v splits on ':' (and a newline would end the argument in logs):
+        # a folder named so would mount something else than asked.
+        if any(c in str(self.host) for c in ":\n"):
+            raise PyfreightError(
+                f"{self.host}: docker cannot mount a path with ':' or a newline; rename or move it"
+            )
+
     def argument(self) -> str:
         return f"{self.host}:{self.inside}" + (":ro" if self.read_only else "")
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from pyfreight import toolchain
 from pyfreight.errors import PyfreightError
@@ -12,25 +13,81 @@ INSTALL_PREFIX = "/install"  # inside the container; scrubbed from the installed
 
 
 @dataclass(frozen=True)
+class CodeGen:
+    """How the interpreter's own code is compiled and linked: the settings the
+    performance matrix of docs/performance.md compares. Dependencies keep the flags of
+    pyfreight.toolchain whatever these say."""
+
+    pie: bool  # a position-independent main executable (ASLR for it; relocations at start)
+    stack_protector: str  # "strong" (-fstack-protector-strong) or "basic" (-fstack-protector)
+    cf_protection: bool  # -fcf-protection: CET's endbr64 landing pads and shadow-stack marks
+    full_lto: bool  # full LTO rather than ThinLTO (lto options only)
+
+
+# What every option builds unless a modifier says otherwise (see docs/performance.md for
+# the measurements behind these defaults).
+DEFAULT_CODEGEN = CodeGen(pie=True, stack_protector="strong", cf_protection=True, full_lto=False)
+
+# Modifiers appended to an option ("pgo+lto+pie"): name -> (CodeGen field, value). A
+# modifier names a departure from the default, so every build has one canonical name.
+MODIFIERS: dict[str, tuple[str, object]] = {
+    "pie": ("pie", True),
+    "nopie": ("pie", False),
+    "sspstrong": ("stack_protector", "strong"),
+    "ssp": ("stack_protector", "basic"),
+    "cet": ("cf_protection", True),
+    "nocet": ("cf_protection", False),
+    "thinlto": ("full_lto", False),
+    "fulllto": ("full_lto", True),
+}
+
+
+@dataclass(frozen=True)
 class BuildOptions:
-    """One build option string, e.g. "pgo+lto" or "freethreaded+debug"."""
+    """One build option string: [freethreaded+]BASE[+MODIFIER…], e.g. "pgo+lto",
+    "freethreaded+debug" or "pgo+lto+pie"."""
 
     base: str
     freethreaded: bool = False
+    modifiers: tuple[str, ...] = ()  # in MODIFIERS order
 
     @classmethod
     def parse(cls, text: str) -> BuildOptions:
         freethreaded = text.startswith("freethreaded+")
-        base = text.removeprefix("freethreaded+")
-        if base not in BASE_OPTIONS:
+        rest = text.removeprefix("freethreaded+")
+        # the longest base that the text is or starts with ("pgo+lto" before "pgo")
+        base = next(
+            (b for b in sorted(BASE_OPTIONS, key=len, reverse=True) if rest == b or rest.startswith(b + "+")),
+            None,
+        )
+        if base is None:
             choices = ", ".join(BASE_OPTIONS)
             raise PyfreightError(
                 f"unknown build option {text!r}: use one of {choices}, optionally prefixed with freethreaded+"
             )
-        return cls(base, freethreaded)
+        names = [m for m in rest[len(base) :].split("+") if m]
+        modifiers = cls._check_modifiers(text, base, names)
+        return cls(base, freethreaded, modifiers)
+
+    @staticmethod
+    def _check_modifiers(text: str, base: str, names: list[str]) -> tuple[str, ...]:
+        fields: set[str] = set()
+        for name in names:
+            if name not in MODIFIERS:
+                known = ", ".join(MODIFIERS)
+                raise PyfreightError(f"build option {text!r}: unknown modifier {name!r} (known: {known})")
+            field, value = MODIFIERS[name]
+            if field in fields:
+                raise PyfreightError(f"build option {text!r}: two modifiers set {field}; keep one")
+            fields.add(field)
+            if field == "full_lto" and base not in ("lto", "pgo+lto"):
+                raise PyfreightError(f"build option {text!r}: {name} needs an lto option (lto or pgo+lto)")
+            if getattr(DEFAULT_CODEGEN, field) == value:
+                raise PyfreightError(f"build option {text!r}: {name} is already the default; leave it out")
+        return tuple(m for m in MODIFIERS if m in names)
 
     def __str__(self) -> str:
-        return ("freethreaded+" if self.freethreaded else "") + self.base
+        return "+".join((["freethreaded"] if self.freethreaded else []) + [self.base, *self.modifiers])
 
     @property
     def pgo(self) -> bool:
@@ -39,6 +96,11 @@ class BuildOptions:
     @property
     def lto(self) -> bool:
         return self.base in ("lto", "pgo+lto")
+
+    @property
+    def codegen(self) -> CodeGen:
+        changes: dict[str, Any] = {MODIFIERS[m][0]: MODIFIERS[m][1] for m in self.modifiers}
+        return replace(DEFAULT_CODEGEN, **changes)
 
 
 def _minor(version: str) -> tuple[int, int]:
@@ -68,8 +130,7 @@ def configure_args(version: str, options: BuildOptions) -> list[str]:
     if options.pgo:
         args.append("--enable-optimizations")
     if options.lto:
-        # ThinLTO: parallel and far cheaper in memory than full LTO on 2 cores.
-        args.append("--with-lto=thin")
+        args.append("--with-lto=full" if options.codegen.full_lto else "--with-lto=thin")
     if options.freethreaded:
         args.append("--disable-gil")
     if minor >= (3, 14) and options.base != "debug":
@@ -78,25 +139,37 @@ def configure_args(version: str, options: BuildOptions) -> list[str]:
     return args
 
 
-# Flags recorded in sysconfig, so they must make sense on a user's machine with gcc or
-# clang: hardening only.
-RECORDED_CFLAGS = "-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fstack-clash-protection -fcf-protection"
-RECORDED_LDFLAGS = "-Wl,-z,relro,-z,now -Wl,-z,noexecstack"
+def recorded_flags(codegen: CodeGen) -> tuple[str, str]:
+    """CFLAGS and LDFLAGS recorded in sysconfig, so they must make sense on a user's
+    machine with gcc or clang: hardening only."""
+    cflags = [
+        "-fstack-protector-strong" if codegen.stack_protector == "strong" else "-fstack-protector",
+        "-D_FORTIFY_SOURCE=2",
+        "-fstack-clash-protection",
+        *(["-fcf-protection"] if codegen.cf_protection else []),
+    ]
+    return " ".join(cflags), "-Wl,-z,relro,-z,now -Wl,-z,noexecstack"
 
 
 def compiler_env(options: BuildOptions, target: str) -> dict[str, str]:
     """Compiler variables for CPython's configure: build-only flags (sysroot, lld,
     our prefix, path mapping) in the *_NODIST variables sysconfig does not pass on."""
     env = toolchain.build_environment(target, jobs=1, source_date_epoch=0)
+    cflags, ldflags = recorded_flags(options.codegen)
+    # --exclude-libs: nothing of a static library (OpenSSL's assembly routines ignore
+    # -fvisibility=hidden) is exported from the interpreter, whose own objects stay
+    # exported (-export-dynamic) for extension modules. -no-pie links the executables
+    # position-dependent while the objects stay PIE-ready (clang's default -fPIE), so
+    # `pyfreight embed --pie` can still link a PIE from the full archive.
+    ldflags_nodist = f"-fuse-ld=lld -L{toolchain.PREFIX}/lib -Wl,--exclude-libs,ALL"
+    if not options.codegen.pie:
+        ldflags_nodist += " -no-pie"
     return {
         "CC": env["CC"],
         "CXX": env["CXX"],
-        "CFLAGS": RECORDED_CFLAGS,
-        "LDFLAGS": RECORDED_LDFLAGS,
+        "CFLAGS": cflags,
+        "LDFLAGS": ldflags,
         "CPPFLAGS": f"-I{toolchain.PREFIX}/include",
         "CFLAGS_NODIST": f"-ffile-prefix-map={toolchain.WORK_DIR}=.",
-        # --exclude-libs: nothing of a static library (OpenSSL's assembly routines
-        # ignore -fvisibility=hidden) is exported from the interpreter, whose own
-        # objects stay exported (-export-dynamic) for extension modules.
-        "LDFLAGS_NODIST": f"-fuse-ld=lld -L{toolchain.PREFIX}/lib -Wl,--exclude-libs,ALL",
+        "LDFLAGS_NODIST": ldflags_nodist,
     }

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyfreight.cpython.options import BuildOptions
 from pyfreight.dist.python_json import checked_document
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
@@ -47,6 +48,12 @@ class OpenedArchive:
     @property
     def python_exe(self) -> Path:
         return self.path(self.document["python_exe"])
+
+    @property
+    def pie(self) -> bool:
+        """Whether the archive's own interpreter is a PIE (its build options say; the
+        schema and validate hold them to the executable): embed links alike by default."""
+        return BuildOptions.parse(self.document["build_options"]).codegen.pie
 
     @property
     def stdlib_dir(self) -> Path:

@@ -45,16 +45,16 @@ def embed(
     emit_lib: bool = False,
     keep_work: Path | None = None,
     memory: PackOptions | None = None,
-    pie: bool = True,
+    pie: bool | None = None,
     strip: bool = False,
     limits: Limits = DEFAULT_LIMITS,
 ) -> EmbedResult:
     """Links an interpreter (or with emit_lib just libpython.a) from `archive_path`; with
-    `memory`, one that imports its packed stdlib from memory. `pie=False` links a
-    position-dependent executable: no ASLR for its own code, but none of the ~70,000
-    relative relocations a PIE applies at every start. `strip` drops the debug info the
+    `memory`, one that imports its packed stdlib from memory. `pie` (default: as the
+    archive's own interpreter) chooses a PIE or a position-dependent executable: no
+    ASLR for its own code, but none of the ~70,000 relative relocations a PIE applies
+    at every start. `strip` drops the debug info the
     archive's objects carry (about half of an interpreter's size)."""
-    extra = ([] if pie else ["-no-pie"]) + (["-Wl,--strip-debug"] if strip else [])
     output = output.resolve()
     if not output.parent.is_dir():
         raise PyfreightError(f"-o {output}: folder {output.parent} does not exist")
@@ -66,6 +66,9 @@ def embed(
                 "--memory-importer builds an executable; it does not combine with --emit-lib"
             )
         archive = open_archive(archive_path, work / "archive", whole_tree=memory is not None, limits=limits)
+        if pie is None:
+            pie = archive.pie
+        extra = ([] if pie else ["-no-pie"]) + (["-Wl,--strip-debug"] if strip else [])
         toolchain = find_toolchain(archive.build_info["object_file_format"], cc, work)
         plan = plan_embed(archive, selection, toolchain.nm)
         kept = f"{len(plan.extensions)} extension modules, {len(plan.dropped)} left out"

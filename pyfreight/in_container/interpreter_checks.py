@@ -331,7 +331,10 @@ def _python_config() -> str:
     assert not out.stderr, out.stderr
     include = f"-I{tree}/include/python{sysconfig.get_python_version()}{sys.abiflags}"
     assert include in out.stdout and f"-L{tree}/lib" in out.stdout, out.stdout
-    leaks = [b for b in ("/install", "/tools/", "/build/work", "/sysroot") if b in out.stdout]
+    # The tree itself may sit under a folder named install (an archive unpacks to
+    # python/install/), so only what is left after removing the tree's own path counts.
+    rest = out.stdout.replace(str(tree), "<tree>")
+    leaks = [b for b in ("/install", "/tools/", "/build/work", "/sysroot") if b in rest]
     assert not leaks, f"{leaks} in {out.stdout}"
     return out.stdout.splitlines()[0].split(" -fno")[0]
 

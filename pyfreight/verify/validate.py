@@ -19,10 +19,12 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.dist.flavours import recognise
 from pyfreight.dist.python_json import schema_errors
 from pyfreight.dist.sbom import sbom_errors
+from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import elf_facts
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
 from pyfreight.targets import DEFAULT_TARGET, TARGETS
@@ -238,6 +240,47 @@ def _hardening(elf: ELFFile, member: str) -> list[Problem]:
     return problems
 
 
+def _interpreter_problems(install: Path, prefix: str, build_options: str | None) -> list[Problem]:
+    """Hardening of the interpreter executable that the flags promise: a stack
+    protector and _FORTIFY_SOURCE leave imports of glibc's checking functions, and the
+    executable is a PIE exactly when its build options say so (docs/performance.md)."""
+    exe = (install / "bin" / "python3").resolve()
+    if not exe.is_file() or not exe.is_relative_to(install.resolve()):
+        return []  # reported by the symlink rules
+    member = f"{prefix}/bin/{exe.name}"
+    with exe.open("rb") as fh:
+        try:
+            elf = ELFFile(fh)
+            e_type = elf["e_type"]
+            imported = _imported_symbols(elf)
+        except ELFError:
+            return []  # reported by the ELF rules
+    problems = []
+    if "__stack_chk_fail" not in imported:
+        problems.append(Problem(member, "no stack protector (__stack_chk_fail is never called)"))
+    if not any(
+        name.startswith("__") and name.endswith("_chk") and name != "__stack_chk_fail" for name in imported
+    ):
+        problems.append(Problem(member, "no _FORTIFY_SOURCE (no glibc __*_chk function is called)"))
+    if build_options is not None:
+        try:
+            pie = BuildOptions.parse(build_options).codegen.pie
+        except PyfreightError:
+            return problems  # the schema check names a bad build_options
+        expected = "ET_DYN" if pie else "ET_EXEC"
+        if e_type != expected:
+            what = "a PIE" if pie else "position-dependent (not a PIE)"
+            problems.append(Problem(member, f"is {e_type}, but build options {build_options} make it {what}"))
+    return problems
+
+
+def _imported_symbols(elf: ELFFile) -> set[str]:
+    table = elf.get_section_by_name(".dynsym")
+    if not isinstance(table, SymbolTableSection):
+        return set()
+    return {sym.name for sym in table.iter_symbols() if sym["st_shndx"] == "SHN_UNDEF" and sym.name}
+
+
 def _exported_symbols(elf: ELFFile) -> set[str]:
     table = elf.get_section_by_name(".dynsym")
     if not isinstance(table, SymbolTableSection):
@@ -309,4 +352,8 @@ def validate(archive: Path, target: str | None = None, limits: Limits = DEFAULT_
                 Problem("python/PYTHON.json", f"unknown target {target}; known: {', '.join(TARGETS)}"),
             ]
         problems += _install_tree(install, prefix, target)
+        said_options = (document or {}).get("build_options") if full else None
+        problems += _interpreter_problems(
+            install, prefix, said_options if isinstance(said_options, str) else None
+        )
     return problems
