@@ -9,10 +9,12 @@ TARGET ?= x86_64-unknown-linux-gnu
 # PYFREIGHT_HOST_PYTHON for that). `make … PYTHON=3.13` on the command line is accepted
 # too; a PYTHON exported by the shell (often a path to an interpreter) is not read.
 CPYTHON ?= $(if $(filter command line,$(origin PYTHON)),$(PYTHON),3.14)
-# FREETHREADED=1 builds the free-threaded variant of any option.
+# FREETHREADED=1 builds the free-threaded variant of any option; MODIFIERS=pie (or
+# another +-separated list, docs/performance.md) departs from the default code generation.
 FREETHREADED ?=
+MODIFIERS ?=
 ARGS ?=
-variant = $(if $(FREETHREADED),freethreaded+,)$(1)
+variant = $(if $(FREETHREADED),freethreaded+,)$(1)$(if $(MODIFIERS),+$(MODIFIERS),)
 build = $(PYFREIGHT) build --python $(CPYTHON) --target $(TARGET) --options $(call variant,$(1)) $(ARGS)
 
 .PHONY: setup images fetch deps test test-unit lint clean bench bench-import \

@@ -62,7 +62,9 @@ def _report(noopt: float, debian: float, startup: float) -> dict:
         "probe": {
             label: {
                 "facts": {"pie": label != d},
-                "startup": {"python -c pass": {"peak_rss_kib": 10240, "minor_faults": 900, "major_faults": 0}},
+                "startup": {
+                    "python -c pass": {"peak_rss_kib": 10240, "minor_faults": 900, "major_faults": 0}
+                },
             }
             for label in ("pgo+lto", "noopt", d)
         },

@@ -40,7 +40,7 @@ def test_every_generated_module_has_objects(source):
     assert rules["posix"][0] == ("Modules/posixmodule.o",)
     assert rules["_ssl"] == (("Modules/_ssl.o",), ("-lssl", "-lcrypto"))
     assert rules["_bisect"][1] is None  # no flags of its own: makesetup uses MODULE__BISECT_LDFLAGS
-    assert "_gdbm" not in rules and "_testcapi" not in rules  # *disabled*
+    assert "_gdbm" not in rules and "_testcapi" not in rules  # *disabled* and *shared*
     assert all(objs for objs, _ in rules.values())
 
 
@@ -49,9 +49,11 @@ def test_first_rule_wins_and_disabled_stays_out():
     assert rules == {"zlib": (("Modules/zlibmodule.o",), ("-lz",))}
 
 
-def test_shared_modules_are_refused():
-    with pytest.raises(Exception, match=r"\*shared\*"):
-        setup_rules(["*shared*\nzlib zlibmodule.c -lz\n"])
+def test_shared_modules_are_not_part_of_the_interpreter():
+    rules = setup_rules(["*shared*\n_testcapi _testcapimodule.c\n*static*\nzlib zlibmodule.c -lz\n"])
+    assert rules == {"zlib": (("Modules/zlibmodule.o",), ("-lz",))}
+    with pytest.raises(Exception, match=r"\*weird\*"):
+        setup_rules(["*weird*\nzlib zlibmodule.c -lz\n"])
 
 
 def test_make_variables_expand_to_link_words():

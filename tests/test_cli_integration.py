@@ -7,13 +7,16 @@ check their input, since such a build does not fit into a CI run."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
+from pyfreight.cpython.options import BuildOptions
 from tests.conftest import REPO, pyfreight_cli
 
 pytestmark = pytest.mark.container
@@ -99,3 +102,35 @@ def test_bench_import_on_an_archive(noopt_dist):
     out = _ok(pyfreight_cli("bench-import", noopt_dist.full, "--runs", "10", "--cc", "gcc"))
     assert re.search(r"^stdlib import\s+[0-9.]+ ms\s+[0-9.]+ ms", out, re.M), out[-2000:]
     assert "bench-import: saved" in out
+
+
+def test_bench_our_build_against_another_tree_and_debian(noopt_dist, tmp_path):
+    """`pyfreight bench --options … --against …` for real: two benchmarks on our noopt
+    build, the same tree handed in as another column, and Debian's python3.14, in the
+    bench container; the probe's flags and start-up resources land in the JSON."""
+    tree = tmp_path / "extracted"
+    subprocess.run(["tar", "-xf", noopt_dist.install_only, "-C", tmp_path], check=True)
+    (tmp_path / "python").rename(tree)
+    out = _ok(
+        pyfreight_cli(
+            "bench", "--python", "3.14", "--options", "noopt", "--against", f"mine={tree}",
+            "--only", "python_startup_no_site,nbody",
+        )
+    )  # fmt: skip
+    saved = re.search(r"^saved: (\S+\.json)", out, re.M)
+    assert saved is not None, out[-2000:]
+    report = json.loads(Path(saved.group(1)).read_text())
+    labels = report["interpreters"]
+    assert labels[:2] == ["noopt", "mine"] and labels[2].startswith("debian "), labels
+    assert set(report["results"]) == {"python_startup_no_site", "nbody"}
+    for row in report["results"].values():
+        assert set(row) == set(labels) and all(0 < t < 60 for t in row.values())
+    ours = report["probe"]["noopt"]
+    # our tree is as its build options say: a PIE unless built with +nopie
+    assert ours["facts"]["pie"] is BuildOptions.parse("noopt").codegen.pie
+    assert ours["facts"]["config"]["CFLAGS"] and report["probe"][labels[2]]["facts"]["pie"] is not None
+    for label in labels:
+        use = report["probe"][label]["startup"]["python -c pass"]
+        assert 4 * 1024 < use["peak_rss_kib"] < 200 * 1024 and use["minor_faults"] > 100, (label, use)
+    assert report["pyfreight"]["commit"] != "unknown"
+    assert "peak RSS" in out and "mine/noopt" in out

@@ -59,8 +59,8 @@ def _object_of(source: str) -> str:
 def setup_rules(texts: list[str]) -> dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]]:
     """Modules built into the interpreter, from Setup texts in makesetup's order: name ->
     (objects, explicit link words or None when the line names none, so makesetup uses
-    MODULE_<NAME>_LDFLAGS). Modules in a *disabled* section are left out; the first
-    rule for a module wins."""
+    MODULE_<NAME>_LDFLAGS). Modules in a *disabled* or *shared* section are left out;
+    the first rule for a module wins."""
     rules: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {}
     seen: set[str] = set()
     for text in texts:
@@ -79,11 +79,11 @@ def setup_rules(texts: list[str]) -> dict[str, tuple[tuple[str, ...], tuple[str,
             if not names or names[0] in seen:
                 continue
             seen.update(names)
-            if section == "disabled":
-                continue
+            if section in ("disabled", "shared"):
+                continue  # not part of the interpreter (shared ones are the test-only modules)
             if section != "static":
                 raise PyfreightError(
-                    f"module {names[0]} is in a *{section}* section; every module must be static"
+                    f"module {names[0]} is in a *{section}* section; expected static or shared"
                 )
             sources = [w for w in words if w.endswith(SOURCE_SUFFIXES)]
             links = tuple(w for w in words if w.startswith(("-l", "$(")) or w.endswith(".a"))

@@ -21,6 +21,7 @@ from elftools.elf.sections import SymbolTableSection
 
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.relocate import find_build_paths
+from pyfreight.cpython.setup_local import load_extension_data
 from pyfreight.dist.flavours import recognise
 from pyfreight.dist.python_json import schema_errors
 from pyfreight.dist.sbom import sbom_errors
@@ -32,8 +33,9 @@ from pyfreight.targets import DEFAULT_TARGET, TARGETS
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
 
 
-# Extension modules allowed as shared libraries: none, every module is built in.
-ALLOWED_SHARED_EXTENSIONS: frozenset[str] = frozenset()
+# Extension modules allowed as shared libraries, in lib-dynload: only the test-only
+# ones (cpython/extensions.yaml); every module of the product is built in.
+ALLOWED_SHARED_EXTENSIONS = load_extension_data().test_only
 # Symbols of bundled libraries that must not be exported by the interpreter (they
 # would clash with, or be interposed by, other copies loaded into the process).
 BUNDLED_SYMBOL_PREFIXES = (
@@ -301,9 +303,15 @@ def _install_tree(install: Path, prefix: str, target: str) -> list[Problem]:
         if path.is_file() and not path.is_symlink():
             problems += _elf_problems(path, rel, target)
             extension = path.name.endswith(".so") and "site-packages" not in path.parts
-            if extension and path.name.split(".")[0] not in ALLOWED_SHARED_EXTENSIONS:
+            allowed = (
+                path.name.split(".")[0] in ALLOWED_SHARED_EXTENSIONS and path.parent.name == "lib-dynload"
+            )
+            if extension and not allowed:
                 problems.append(
-                    Problem(rel, "an extension module as a shared library (all must be built in)")
+                    Problem(
+                        rel,
+                        "an extension module as a shared library (all but the test-only ones are built in)",
+                    )
                 )
     for leak in find_build_paths(install):
         member, _, detail = leak.partition(": ")
