@@ -132,8 +132,20 @@ def cmd_dist(args: argparse.Namespace) -> None:
 
 
 def cmd_check_install(args: argparse.Namespace) -> None:
-    from pyfreight.verify.check_install import check_install
+    from pyfreight.cpython.versions import cpython_source
+    from pyfreight.verify.check_install import check_debian_test_suite, check_install
 
+    if args.debian:
+        if args.tree:
+            raise PyfreightError("check-install --debian runs Debian's python, not a tree: leave TREE out")
+        minor = ".".join(cpython_source(args.python).version.split(".")[:2])
+        if args.tests == "none" or not check_debian_test_suite(default_workspace(), minor, args.tests):
+            raise PyfreightError(f"Debian's python{minor}: its test suite failed (see above) or --tests none")
+        return
+    if not args.tree:
+        raise PyfreightError(
+            "check-install needs TREE (an install tree, e.g. build/cpython-3.14.7-noopt-…) or --debian"
+        )
     if not check_install(Path(args.tree), default_workspace(), tests=args.tests):
         raise PyfreightError(f"{args.tree}: the install tree failed checks (see above)")
 
@@ -363,9 +375,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_dist)
 
     p = sub.add_parser(
-        "check-install", parents=parents("tests"), help="check an install tree in a clean older Debian"
+        "check-install",
+        parents=parents("tests", "python"),
+        help="check an install tree in a clean older Debian",
     )
-    p.add_argument("tree", help="the install tree (e.g. build/cpython-3.14.7-noopt-…)")
+    p.add_argument("tree", nargs="?", help="the install tree (e.g. build/cpython-3.14.7-noopt-…)")
+    p.add_argument(
+        "--debian",
+        action="store_true",
+        help="instead, run CPython's tests on Debian's own python of --python (the comparison)",
+    )
     p.set_defaults(func=cmd_check_install)
 
     p = sub.add_parser(

@@ -29,3 +29,20 @@ def test_help_lists_commands():
     assert proc.returncode == 0
     for command in ("images", "fetch", "deps"):
         assert command in proc.stdout
+
+
+def test_check_install_needs_a_tree_or_debian():
+    proc = run("check-install")
+    assert proc.returncode == 1 and "check-install needs TREE" in proc.stderr
+    both = run("check-install", "--debian", "some/tree")
+    assert both.returncode == 1 and "leave TREE out" in both.stderr
+    assert "Traceback" not in proc.stderr + both.stderr
+
+
+def test_bench_and_build_options_are_checked_before_any_work():
+    proc = run("bench", "--options", ",")
+    assert proc.returncode == 1 and "--options names no build" in proc.stderr
+    modifier = run("build", "--options", "pgo+lto+turbo")
+    assert modifier.returncode == 1 and "unknown modifier 'turbo'" in modifier.stderr
+    tree = run("bench", "--against", "/nonexistent/tree")
+    assert tree.returncode == 1 and "--against /nonexistent/tree" in tree.stderr

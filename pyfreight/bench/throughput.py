@@ -20,6 +20,7 @@ from pyfreight.bench.interpreters import Interpreter, against, ours, probe
 from pyfreight.bench.suite import BENCHMARKS_IN_WHEEL, ensure_tools, full_suite, load_suite
 from pyfreight.container import images
 from pyfreight.container.run import Mount, RunSpec, run
+from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.versions import cpython_source
 from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import owned
@@ -184,6 +185,10 @@ def run_bench(
     only: list[str] = (),  # type: ignore[assignment]
     fast: bool = True,
 ) -> Path:
+    # What the user named is checked before anything is fetched or built.
+    given = [against(spec, i) for i, spec in enumerate(against_trees)]
+    for text in options:
+        BuildOptions.parse(text)
     suite = load_suite()
     site = ensure_tools(ws, suite)
     if suite_name == "full":
@@ -201,7 +206,6 @@ def run_bench(
     src = cpython_source(minor)
     minor = ".".join(src.version.split(".")[:2])
 
-    given = [against(spec, i) for i, spec in enumerate(against_trees)]
     interpreters = ours(ws, minor, options, target, jobs) + given
     debian = images.ensure_debian_python_image(ws, minor)
     if debian:

@@ -5,9 +5,10 @@ mounted read-only at a path with a space in it."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
-from pyfreight.container.images import base_tag, ensure_runtime_image, load_spec
+from pyfreight.container.images import base_tag, ensure_debian_python_image, ensure_runtime_image, load_spec
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import CPythonBuild
 from pyfreight.cpython.relocate import installed_python_name
@@ -24,22 +25,46 @@ MOUNT = "/opt/py freight/python"  # unusual on purpose: a space, and not /instal
 WRITABLE_COPY = "/tmp/py-copy"  # where --tests full copies the tree
 
 
-def test_suite_command(tree: Path, python: str, which: str, root: str = MOUNT) -> list[str]:
-    """`python -m test` (of the tree at `root` in the container) for the subset (or the
+def test_suite_command(python: str, which: str, has_test: Callable[[str], bool] | None = None) -> list[str]:
+    """`python -m test` (`python` as the container names it) for the subset (or the
     full suite), skipping the ignored cases listed, with their reasons, in
-    cpython/test-suite.yaml. Subset tests this CPython does not have (test_zstd before
-    3.14) are left out."""
+    cpython/test-suite.yaml. Subset tests `has_test` says this CPython does not have
+    (test_zstd before 3.14) are left out."""
     data = load_test_suite()
-    tests_dir = tree / "lib" / python / "test"
-    present = [
-        t for t in sorted(data["subset"]) if list(tests_dir.glob(f"{t}.py")) + list(tests_dir.glob(f"{t}/"))
-    ]
-    args = [f"{root}/bin/{python}", "-m", "test", "-j2", "--timeout", "900"]
+    present = [t for t in sorted(data["subset"]) if has_test is None or has_test(t)]
+    args = [python, "-m", "test", "-j2", "--timeout", "900"]
     for pattern in sorted(data["ignore"]):
         args += ["-i", pattern]
     if which == "subset" and not present:
-        raise PyfreightError(f"none of the subset's tests is in {tests_dir}")
+        raise PyfreightError("none of the subset's tests is in this CPython")
     return args + (present if which == "subset" else [])
+
+
+def _has_test(tree: Path, python: str) -> Callable[[str], bool]:
+    tests_dir = tree / "lib" / python / "test"
+    return lambda name: bool(list(tests_dir.glob(f"{name}.py")) + list(tests_dir.glob(f"{name}/")))
+
+
+def check_debian_test_suite(ws: Workspace, minor: str, tests: str) -> bool:
+    """CPython's test suite of Debian's own python`minor` (with its testsuite package),
+    in its image, with no network, the same ignore list and the same -j2 as our trees
+    get: the comparison for our failures. Debian's stdlib is writable there (root)."""
+    debian = ensure_debian_python_image(ws, minor)
+    if debian is None:
+        raise PyfreightError(
+            f"dockerfiles/images.yaml names no Debian suite serving CPython {minor} (debian_python)"
+        )
+    image, version = debian
+    command = test_suite_command(f"/usr/bin/python{minor}", "full" if tests == "full" else "subset")
+    say(f"check-install --debian: CPython's tests ({tests}) on Debian's python{minor} {version}")
+    spec = RunSpec(
+        image=image,
+        command=["sh", "-c", f"cd /tmp && {shlex.join(command)}"],
+        what=f"the test suite of Debian's python{minor}",
+        output="terminal",
+        name_hint="check-debian",
+    )
+    return run(spec, check=False).ok
 
 
 def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
@@ -62,13 +87,13 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
     if tests == "full":
         # Some tests write beside the stdlib (compiled files, test data); the mounted
         # tree is read-only, so the whole suite runs on a writable copy of it.
-        command = shlex.join(test_suite_command(tree, python, tests, root=WRITABLE_COPY))
+        command = shlex.join(test_suite_command(f"{WRITABLE_COPY}/bin/{python}", tests))
         script += (
             f' && cp -a "{MOUNT}" {WRITABLE_COPY} && echo "running CPython tests (full, on a writable copy)"'
             f" && cd /tmp && {command}"
         )
     elif tests != "none":
-        command = shlex.join(test_suite_command(tree, python, tests))
+        command = shlex.join(test_suite_command(f"{MOUNT}/bin/{python}", tests, _has_test(tree, python)))
         script += f" && echo 'running CPython tests ({tests})' && cd /tmp && {command}"
     spec = RunSpec(
         image=image,
