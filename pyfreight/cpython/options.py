@@ -26,7 +26,7 @@ class CodeGen:
 
 # What every option builds unless a modifier says otherwise (see docs/performance.md for
 # the measurements behind these defaults).
-DEFAULT_CODEGEN = CodeGen(pie=True, stack_protector="strong", cf_protection=True, full_lto=False)
+DEFAULT_CODEGEN = CodeGen(pie=False, stack_protector="strong", cf_protection=True, full_lto=False)
 
 # Modifiers appended to an option ("pgo+lto+pie"): name -> (CodeGen field, value). A
 # modifier names a departure from the default, so every build has one canonical name.
@@ -161,7 +161,12 @@ def compiler_env(options: BuildOptions, target: str) -> dict[str, str]:
     # exported (-export-dynamic) for extension modules. -no-pie links the executables
     # position-dependent while the objects stay PIE-ready (clang's default -fPIE), so
     # `pyfreight embed --pie` can still link a PIE from the full archive.
-    ldflags_nodist = f"-fuse-ld=lld -L{toolchain.PREFIX}/lib -Wl,--exclude-libs,ALL"
+    # keep-text-section-prefix: lld keeps the .text.hot/.text.unlikely split that PGO
+    # gives functions, so the code start-up and the loop run is contiguous (GNU ld
+    # groups them by default; lld merges them into .text in input order otherwise).
+    ldflags_nodist = (
+        f"-fuse-ld=lld -L{toolchain.PREFIX}/lib -Wl,--exclude-libs,ALL -Wl,-z,keep-text-section-prefix"
+    )
     if not options.codegen.pie:
         ldflags_nodist += " -no-pie"
     return {
