@@ -1,8 +1,9 @@
 """Run by `pyfreight bench` inside the bench container with one of the interpreters
 measured: describes every interpreter (its build flags, whether its executable is a
-PIE) and measures what start-up costs besides time: peak RSS and page faults of
-`python -c pass` and `python -S -c pass`, interleaved across interpreters, median of
-the runs. Prints one JSON document on stdout.
+PIE) and measures what start-up costs besides time: page faults of `python -c pass`
+and `python -S -c pass` (from wait4) and the peak RSS of the same start-up (VmHWM,
+printed by the interpreter itself at the end of `-c`), interleaved across
+interpreters, median of the runs. Prints one JSON document on stdout.
 
 Usage: bench_probe.py RUNS LABEL=PYTHON [LABEL=PYTHON ...]"""
 
@@ -31,16 +32,29 @@ print(json.dumps({
 }))
 """
 
-STARTUP_COMMANDS = {"python -c pass": ["-c", "pass"], "python -S -c pass": ["-S", "-c", "pass"]}
+STARTUP_COMMANDS = {"python -c pass": [], "python -S -c pass": ["-S"]}
 
 
-def _rusage(command: list[str]) -> tuple[int, int, int]:
-    """Peak RSS (KiB), minor and major page faults of one run of `command`."""
+# Printed by the interpreter measured as its last act: the peak RSS of its own image.
+# (wait4's ru_maxrss cannot be used: it keeps the spawning process's RSS from before exec.)
+PEAK_RSS = "import sys; sys.stdout.write(open('/proc/self/status').read())"
+
+
+def _faults(command: list[str]) -> tuple[int, int]:
+    """Minor and major page faults of one run of `command`."""
     pid = os.posix_spawn(command[0], command, os.environ)
     _, status, usage = os.wait4(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(command)} failed with status {status}")
-    return usage.ru_maxrss, usage.ru_minflt, usage.ru_majflt
+    return usage.ru_minflt, usage.ru_majflt
+
+
+def _peak_rss_kib(python: str, flags: list[str]) -> int:
+    status = subprocess.run(
+        [python, *flags, "-c", PEAK_RSS], check=True, capture_output=True, text=True
+    ).stdout
+    line = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
+    return int(line.split()[1])
 
 
 def main() -> int:
@@ -52,9 +66,10 @@ def main() -> int:
         report[label] = {"facts": json.loads(out.stdout), "startup": {}}
     samples: dict = {(label, name): [] for label in interpreters for name in STARTUP_COMMANDS}
     for _ in range(runs):
-        for name, args in STARTUP_COMMANDS.items():
+        for name, flags in STARTUP_COMMANDS.items():
             for label, python in interpreters.items():
-                samples[label, name].append(_rusage([python, *args]))
+                minflt, majflt = _faults([python, *flags, "-c", "pass"])
+                samples[label, name].append((_peak_rss_kib(python, flags), minflt, majflt))
     for (label, name), values in samples.items():
         rss, minflt, majflt = zip(*values, strict=True)
         report[label]["startup"][name] = {
