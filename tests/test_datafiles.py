@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from pyfreight import datafiles
-from pyfreight.bench import throughput
+from pyfreight.bench import suite
 from pyfreight.container import images
 from pyfreight.cpython import setup_local, versions
 from pyfreight.datafiles import load_yaml
@@ -66,7 +66,7 @@ def test_the_loaders_read_the_real_files():
     assert default in pinned
     assert "_ssl" in setup_local.load_extension_data().linked
     assert "sysroot" in images.load_spec()
-    assert throughput.load_suite()["benchmarks"]
+    assert suite.load_suite()["benchmarks"]
     assert test_suite.load_test_suite()["subset"]
 
 
@@ -280,9 +280,9 @@ def test_load_spec_checks_the_schema(tmp_path, monkeypatch):
 
 def test_load_suite_checks_the_schema(tmp_path, monkeypatch):
     path = _copy_with(tmp_path, "cpython/bench.yaml", _set(("benchmarks", "float"), "bm_float"))
-    monkeypatch.setattr(throughput, "SUITE_FILE", path)
+    monkeypatch.setattr(suite, "SUITE_FILE", path)
     with pytest.raises(PyfreightError, match="benchmarks/float: 'bm_float' is not of type 'array'"):
-        throughput.load_suite()
+        suite.load_suite()
 
 
 def test_load_test_suite_checks_the_schema(tmp_path):
