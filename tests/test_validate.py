@@ -7,12 +7,13 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from pyfreight.verify.validate import validate
+from pyfreight.verify.validate import _interpreter_problems, validate
 
 HOST_BINARY = Path(shutil.which("ls") or "/bin/ls")  # built against the host's newer glibc
 
@@ -132,3 +133,37 @@ def test_python_symlinks_must_agree(tmp_path):
     )
     problems = validate(archive)
     assert _has(problems, "python/bin/python", "different interpreters"), _messages(problems)
+
+
+def _tree_with(tmp_path: Path, binary: Path) -> Path:
+    install = tmp_path / "install"
+    (install / "bin").mkdir(parents=True)
+    shutil.copy(binary, install / "bin" / "python3.14")
+    (install / "bin" / "python3").symlink_to("python3.14")
+    return install
+
+
+@pytest.mark.parametrize(("flags", "pie"), [(["-no-pie"], False), (["-fPIE", "-pie"], True)])
+def test_interpreter_hardening_follows_the_build_options(tmp_path, flags, pie):
+    """A stack protector and _FORTIFY_SOURCE leave calls of glibc's checking functions
+    in the executable; it is a PIE exactly when the build options say so."""
+    source = tmp_path / "main.c"
+    source.write_text(
+        "#include <stdio.h>\n#include <string.h>\n"
+        "int main(int argc, char **argv) { char b[64]; strcpy(b, argv[0]); puts(b); return argc; }\n"
+    )
+    hardened, plain = tmp_path / "hardened", tmp_path / "plain"
+    common = ["gcc", "-O2", str(source), *flags]
+    subprocess.run([*common, "-fstack-protector-all", "-D_FORTIFY_SOURCE=2", "-o", hardened], check=True)
+    subprocess.run([*common, "-fno-stack-protector", "-U_FORTIFY_SOURCE", "-o", plain], check=True)
+
+    good = _tree_with(tmp_path / "a", hardened)
+    assert _interpreter_problems(good, "python/install", "noopt+pie" if pie else "noopt") == []
+    wrong = "noopt" if pie else "noopt+pie"
+    mismatch = _messages(_interpreter_problems(good, "python/install", wrong))
+    e_type, should = ("ET_DYN", "position-dependent (not a PIE)") if pie else ("ET_EXEC", "a PIE")
+    assert mismatch == [
+        f"python/install/bin/python3.14: is {e_type}, but build options {wrong} make it {should}"
+    ]
+    bare = _messages(_interpreter_problems(_tree_with(tmp_path / "b", plain), "python/install", None))
+    assert any("no stack protector" in m for m in bare) and any("no _FORTIFY_SOURCE" in m for m in bare)
