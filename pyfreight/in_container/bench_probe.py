@@ -68,8 +68,8 @@ def main() -> int:
     for _ in range(runs):
         for name, flags in STARTUP_COMMANDS.items():
             for label, python in interpreters.items():
-                minflt, majflt = _faults([python, *flags, "-c", "pass"])
-                samples[label, name].append((_peak_rss_kib(python, flags), minflt, majflt))
+                minor, major = _faults([python, *flags, "-c", "pass"])
+                samples[label, name].append((_peak_rss_kib(python, flags), minor, major))
     for (label, name), values in samples.items():
         rss, minflt, majflt = zip(*values, strict=True)
         report[label]["startup"][name] = {
