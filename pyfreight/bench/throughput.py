@@ -14,6 +14,7 @@ import os
 import statistics
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from pyfreight.bench.interpreters import Interpreter, against, ours, probe
@@ -182,7 +183,7 @@ def run_bench(
     options: list[str],
     against_trees: list[str],
     suite_name: str = "subset",
-    only: list[str] = (),  # type: ignore[assignment]
+    only: Sequence[str] = (),
     fast: bool = True,
 ) -> Path:
     # What the user named is checked before anything is fetched or built.
