@@ -71,6 +71,10 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
     """Runs every check; prints a line per check; True when all passed."""
     tree = tree.resolve()
     python = installed_python_name(tree)
+    if tests != "none" and not (tree / "lib" / python / "test").is_dir():
+        raise PyfreightError(
+            f"{tree} has no test package (install_only_stripped archives leave it out): use --tests none"
+        )
     facts, problems = check_tree(tree)
     newest = max((f.glibc for f in facts if f.glibc), default=None)
     say(f"ELF files: {len(facts)}; newest GLIBC needed: {'.'.join(map(str, newest or ()))}")
