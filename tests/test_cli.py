@@ -46,3 +46,8 @@ def test_bench_and_build_options_are_checked_before_any_work():
     assert modifier.returncode == 1 and "unknown modifier 'turbo'" in modifier.stderr
     tree = run("bench", "--against", "/nonexistent/tree")
     assert tree.returncode == 1 and "--against /nonexistent/tree" in tree.stderr
+
+
+def test_check_install_debian_needs_tests_to_run():
+    proc = run("check-install", "--debian", "--tests", "none")
+    assert proc.returncode == 1 and "give --tests subset or full" in proc.stderr

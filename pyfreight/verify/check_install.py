@@ -55,7 +55,7 @@ def check_debian_test_suite(ws: Workspace, minor: str, tests: str) -> bool:
             f"dockerfiles/images.yaml names no Debian suite serving CPython {minor} (debian_python)"
         )
     image, version = debian
-    command = test_suite_command(f"/usr/bin/python{minor}", "full" if tests == "full" else "subset")
+    command = test_suite_command(f"/usr/bin/python{minor}", tests)
     say(f"check-install --debian: CPython's tests ({tests}) on Debian's python{minor} {version}")
     spec = RunSpec(
         image=image,
