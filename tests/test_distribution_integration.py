@@ -94,6 +94,17 @@ def test_full_and_install_only_archives_run(dist):
     assert "(full)" in proc.stderr and "(install_only)" in proc.stderr  # recognised from content
 
 
+def test_stripped_archive_runs_with_the_default_tests(dist):
+    """The stripped flavour has no test package: test-dist still runs every product
+    check on it (the TLS handshake included, with pyfreight's own test CA) and says
+    that CPython's tests are skipped, instead of failing on the missing package."""
+    proc = pyfreight_cli("test-dist", dist.install_only_stripped)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "install_only_stripped has no test package; CPython's tests are skipped" in proc.stderr
+    assert "PASS  TLS handshake with certificate verification" in proc.stdout
+    assert "FAIL" not in proc.stdout
+
+
 def test_noopt_archive_is_reproduced_from_scratch(dist):
     """Everything rebuilt in a fresh build folder from the downloads alone gives the
     same bytes: `pyfreight reproduce ARCHIVE`."""

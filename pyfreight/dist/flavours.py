@@ -20,6 +20,7 @@ class Flavour:
     compression: str  # "zst" or "gz", as formats.tarball writes it
     install_root: str  # the install tree's folder inside the archive
     describes_itself: bool  # carries PYTHON.json, the build folder, licenses and the SBOM
+    has_test_package: bool = True  # the stdlib's test package (CPython's test suite)
 
     @property
     def suffix(self) -> str:
@@ -36,7 +37,9 @@ class Flavour:
 
 FULL = Flavour("full", "zst", "python/install", describes_itself=True)
 INSTALL_ONLY = Flavour("install_only", "gz", "python", describes_itself=False)
-INSTALL_ONLY_STRIPPED = Flavour("install_only_stripped", "gz", "python", describes_itself=False)
+INSTALL_ONLY_STRIPPED = Flavour(
+    "install_only_stripped", "gz", "python", describes_itself=False, has_test_package=False
+)
 FLAVOURS = (FULL, INSTALL_ONLY, INSTALL_ONLY_STRIPPED)
 
 # The stdlib's own test package: install_only keeps it, the stripped flavour does not.

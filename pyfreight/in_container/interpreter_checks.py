@@ -115,10 +115,14 @@ def _tls() -> str:
     import ssl
     import threading
 
-    certdir = Path(sysconfig.get_paths()["stdlib"]) / "test" / "certdata"
+    # Our own CA and localhost certificate (EC P-256, valid until 2126), beside this
+    # script: the stdlib's test/certdata is absent from install_only_stripped trees.
+    # Made with `openssl req -x509` (CA) and `openssl x509 -req` (localhost, SAN
+    # localhost and 127.0.0.1); test material only, the key is no secret.
+    certdir = Path(__file__).resolve().parent / "tls"
     server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server_ctx.load_cert_chain(certdir / "keycert3.pem")  # localhost, signed by pycacert
-    client_ctx = ssl.create_default_context(cafile=certdir / "pycacert.pem")
+    server_ctx.load_cert_chain(certdir / "localhost.pem")
+    client_ctx = ssl.create_default_context(cafile=certdir / "ca.pem")
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
 
