@@ -1,10 +1,11 @@
 # Thin front door: every target sets up what it needs (scripts/setup.sh) and calls
 # the driver. Variables: CPYTHON (the pinned CPython minor version to build, default
-# 3.14), TARGET (default x86_64-unknown-linux-gnu), ARGS (extra arguments for the
-# driver).
+# 3.14), TARGET (a triple or make name of targets/*.yaml; default: the one marked
+# default there), ARGS (extra arguments for the driver).
 SHELL := /bin/bash
 PYFREIGHT := .venv/bin/pyfreight
-TARGET ?= x86_64-unknown-linux-gnu
+TARGET ?=
+target_flag = $(if $(TARGET),--target $(TARGET),)
 # CPYTHON names a CPython version, never the host's interpreter (scripts/setup.sh reads
 # PYFREIGHT_HOST_PYTHON for that). `make … PYTHON=3.13` on the command line is accepted
 # too; a PYTHON exported by the shell (often a path to an interpreter) is not read.
@@ -15,10 +16,12 @@ FREETHREADED ?=
 MODIFIERS ?=
 ARGS ?=
 variant = $(if $(FREETHREADED),freethreaded+,)$(1)$(if $(MODIFIERS),+$(MODIFIERS),)
-build = $(PYFREIGHT) build --python $(CPYTHON) --target $(TARGET) --options $(call variant,$(1)) $(ARGS)
+# $(1): the make name of a target (targets/*.yaml), $(2): the build option.
+build = $(PYFREIGHT) build --python $(CPYTHON) --target $(1) --options $(call variant,$(2)) $(ARGS)
 
-.PHONY: setup images fetch deps test test-unit lint clean bench bench-import \
-	linux-x86_64-noopt linux-x86_64-debug linux-x86_64-lto linux-x86_64-pgo
+# The CPython builds (pattern rules, below) are not .PHONY: make skips pattern rules
+# for phony targets.
+.PHONY: setup images fetch deps test test-unit lint clean bench bench-import
 
 setup:
 	@scripts/setup.sh
@@ -30,7 +33,7 @@ fetch: setup
 	$(PYFREIGHT) fetch --all $(ARGS)
 
 deps: setup
-	$(PYFREIGHT) deps --target $(TARGET) $(ARGS)
+	$(PYFREIGHT) deps $(target_flag) $(ARGS)
 
 test: lint
 	.venv/bin/pytest -ra $(ARGS)
@@ -44,27 +47,29 @@ lint: setup
 	.venv/bin/ruff format --check pyfreight tests
 	.venv/bin/mypy
 
-# CPython builds: dependencies first, then the interpreter, then check-install.
-linux-x86_64-noopt: setup
-	$(call build,noopt)
+# CPython builds for any target of targets/*.yaml by its make name, e.g.
+# `make MAKE_NAME-noopt`: dependencies first, then the interpreter, then
+# check-install. An unknown name stops with the list of known ones.
+linux-%-noopt: setup
+	$(call build,linux-$*,noopt)
 
-linux-x86_64-debug: setup
-	$(call build,debug)
+linux-%-debug: setup
+	$(call build,linux-$*,debug)
 
-linux-x86_64-lto: setup
-	$(call build,lto)
+linux-%-lto: setup
+	$(call build,linux-$*,lto)
 
 # The default distribution: PGO and LTO.
-linux-x86_64-pgo: setup
-	$(call build,pgo+lto)
+linux-%-pgo: setup
+	$(call build,linux-$*,pgo+lto)
 
 # Speed: pyperformance subset, our pgo+lto and noopt vs Debian's python (table + JSON).
 bench: setup
-	$(PYFREIGHT) bench --python $(CPYTHON) --target $(TARGET) $(ARGS)
+	$(PYFREIGHT) bench --python $(CPYTHON) $(target_flag) $(ARGS)
 
 # Whole-stdlib import from memory vs the filesystem, on the pgo+lto archive (table + JSON).
 bench-import: setup
-	$(PYFREIGHT) bench-import --python $(CPYTHON) --target $(TARGET) --pie-both $(ARGS)
+	$(PYFREIGHT) bench-import --python $(CPYTHON) $(target_flag) --pie-both $(ARGS)
 
 clean:
 	rm -rf build dist

@@ -17,7 +17,7 @@ from pyfreight.formats.safe_archive import DEFAULT_LIMITS, MAX_RATIO, Limits
 from pyfreight.leftovers import sweep
 from pyfreight.logs import say
 from pyfreight.paths import default_workspace
-from pyfreight.targets import DEFAULT_TARGET, TARGETS
+from pyfreight.targets import default_target, target
 
 if TYPE_CHECKING:
     from pyfreight.cpython.build import CPythonBuild
@@ -261,8 +261,13 @@ def _shared_options() -> dict[str, argparse.ArgumentParser]:
         default="pgo+lto",
         help="noopt, debug, lto, pgo or pgo+lto, optionally freethreaded+… (default: %(default)s)",
     )
-    target = argparse.ArgumentParser(add_help=False)
-    target.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(TARGETS))
+    target_option = argparse.ArgumentParser(add_help=False)
+    target_option.add_argument(
+        "--target",
+        default=None,
+        metavar="TRIPLE",
+        help="a target of targets/*.yaml, by triple or make name (linux-…); default: the one marked default",
+    )
     jobs = argparse.ArgumentParser(add_help=False)
     jobs.add_argument(
         "--jobs",
@@ -296,7 +301,7 @@ def _shared_options() -> dict[str, argparse.ArgumentParser]:
     return {
         "python": python,
         "options": options,
-        "target": target,
+        "target": target_option,
         "jobs": jobs,
         "tests": tests,
         "limits": limits,
@@ -525,6 +530,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     interrupts.install()
     try:
         _sweep_leftovers()
+        if "target" in vars(args):  # a name until here; every command gets the Target
+            args.target = target(args.target) if args.target else default_target()
         args.func(args)
     except PyfreightError as exc:
         if debug:

@@ -1,54 +1,112 @@
-"""What each target is, in one place: every table about a target triple (the compiler's
-triple, the ELF machine, the newest glibc symbol allowed, the libraries a binary may
-need) is read from here."""
+"""The machines pyfreight builds for, read from targets/<triple>.yaml.
+
+A target is data: each file (checked against schema/target.schema.json) says
+everything about one, and every table about a target (compiler triple, ELF machine,
+loader, C library ceiling, allowed NEEDED entries, system libraries, recipe settings,
+how to run its binaries) is derived from the `Target` loaded here, once. Adding a
+target is adding a file (docs/targets.md)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
+from pyfreight.datafiles import load_yaml, shown
 from pyfreight.errors import PyfreightError
+from pyfreight.paths import REPO_ROOT
+
+TARGETS_DIR = REPO_ROOT / "targets"
+SCHEMA = "target.schema.json"
 
 
 @dataclass(frozen=True)
 class Target:
     triple: str  # our name, as python-build-standalone's
+    make_name: str  # prefix of the make targets: `make MAKE_NAME-pgo`
     clang_triple: str
+    python_platform_tag: str  # sysconfig.get_platform() of the built interpreter
     elf_machine: str  # pyelftools' e_machine name
-    glibc_max: tuple[int, int]  # the sysroot's glibc: no newer symbol version may be needed
+    loader: str  # PT_INTERP's file name
+    libc: str  # "glibc" or "musl"
+    libc_ceiling: tuple[int, int]  # no shipped ELF file may need a newer C library version
     allowed_needed: frozenset[str]  # DT_NEEDED entries a shipped ELF file may have
+    system_libraries: frozenset[str]  # what PYTHON.json's links may name as system libraries
+    recipe_env: MappingProxyType[str, str]  # given to every dependency's build.sh
+    emulator: str | None  # None: runs natively here; else the binfmt_misc emulator
+    is_default: bool = False
 
     @property
-    def glibc_text(self) -> str:
-        return ".".join(map(str, self.glibc_max))
+    def ceiling_text(self) -> str:
+        return ".".join(map(str, self.libc_ceiling))
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> Target:
+        major, minor = (int(part) for part in data["libc"]["ceiling"].split("."))
+        run = data["run"]
+        return cls(
+            triple=data["triple"],
+            make_name=data["make_name"],
+            clang_triple=data["clang_triple"],
+            python_platform_tag=data["python_platform_tag"],
+            elf_machine=data["elf"]["machine"],
+            loader=data["elf"]["loader"],
+            libc=data["libc"]["name"],
+            libc_ceiling=(major, minor),
+            allowed_needed=frozenset(data["libc"]["needed"]),
+            system_libraries=frozenset(data["libc"]["system_libraries"]),
+            recipe_env=MappingProxyType(dict(data["recipe_env"])),
+            emulator=None if run == "native" else run["emulator"],
+            is_default=bool(data.get("default", False)),
+        )
 
 
-TARGETS = {
-    t.triple: t
-    for t in (
-        Target(
-            triple="x86_64-unknown-linux-gnu",
-            clang_triple="x86_64-linux-gnu",
-            elf_machine="EM_X86_64",
-            glibc_max=(2, 31),  # Debian bullseye, the sysroot
-            allowed_needed=frozenset(
-                {
-                    "libc.so.6",
-                    "libm.so.6",
-                    "libpthread.so.0",
-                    "libdl.so.2",
-                    "librt.so.1",
-                    "libutil.so.1",
-                    "ld-linux-x86-64.so.2",
-                }
-            ),
-        ),
+def load_targets(directory: Path = TARGETS_DIR) -> dict[str, Target]:
+    """Every target file of `directory`, by triple, each checked against its schema, its
+    file name against its triple, and names and the default across files."""
+    targets: dict[str, Target] = {}
+    make_names: dict[str, str] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        found = Target.from_data(load_yaml(path, SCHEMA))
+        if path.stem != found.triple:
+            raise PyfreightError(
+                f"{shown(path)}: says triple {found.triple}; name the file {found.triple}.yaml"
+            )
+        if found.make_name in make_names:
+            raise PyfreightError(
+                f"{shown(path)}: make_name {found.make_name} is already {make_names[found.make_name]}'s"
+            )
+        make_names[found.make_name] = found.triple
+        targets[found.triple] = found
+    defaults = [t.triple for t in targets.values() if t.is_default]
+    if len(defaults) != 1:
+        raise PyfreightError(
+            f"{shown(directory)}: exactly one target file must say `default: true` (found {len(defaults)}: "
+            f"{', '.join(defaults) or 'none'})"
+        )
+    return targets
+
+
+@cache
+def all_targets() -> MappingProxyType[str, Target]:
+    return MappingProxyType(load_targets())
+
+
+def default_target() -> Target:
+    return next(t for t in all_targets().values() if t.is_default)
+
+
+def known_names() -> str:
+    return ", ".join(
+        f"{t.triple} ({t.make_name})" for t in sorted(all_targets().values(), key=lambda t: t.triple)
     )
-}
-DEFAULT_TARGET = "x86_64-unknown-linux-gnu"
 
 
-def target(triple: str) -> Target:
-    try:
-        return TARGETS[triple]
-    except KeyError:
-        raise PyfreightError(f"unknown target {triple}; known: {', '.join(sorted(TARGETS))}") from None
+def target(name: str) -> Target:
+    """The target a triple or a make name (targets/*.yaml) names."""
+    for found in all_targets().values():
+        if name in (found.triple, found.make_name):
+            return found
+    raise PyfreightError(f"unknown target {name!r}; known: {known_names()} (targets/*.yaml)")

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 
-from pyfreight.targets import target as target_of
+from pyfreight.targets import Target
 
 # Fixed paths inside the build container. They never name the host.
 PREFIX = "/tools/deps"  # where dependencies are installed and build.sh installs to
-SYSROOT = "/sysroot"  # Debian bullseye: glibc 2.31 is the oldest glibc we target
+SYSROOT = "/sysroot"  # the target's C library and kernel headers (dockerfiles/images.yaml)
 SOURCES_DIR = "/inputs/sources"
 RECIPE_DIR = "/inputs/recipe"
 WORK_DIR = "/build/work"
@@ -35,10 +35,11 @@ COMMON_CFLAGS = (
 COMMON_LDFLAGS = "-fuse-ld=lld -Wl,-z,relro,-z,now -Wl,-z,noexecstack"
 
 
-def build_environment(target: str, jobs: int, source_date_epoch: int) -> dict[str, str]:
-    """The environment of build.sh. Only `jobs` and the epoch vary between runs of the
-    same recipe; neither may change the bytes produced."""
-    clang_triple = target_of(target).clang_triple
+def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict[str, str]:
+    """The environment of build.sh: the toolchain, and the target's own settings for
+    recipes (targets/*.yaml `recipe_env`, e.g. $OPENSSL_TARGET). Only `jobs` and the
+    epoch vary between runs of the same recipe; neither may change the bytes produced."""
+    clang_triple = target.clang_triple
     cc = f"clang-{LLVM} --target={clang_triple} --sysroot={SYSROOT}"
     cxx = f"clang++-{LLVM} --target={clang_triple} --sysroot={SYSROOT}"
     return {
@@ -47,7 +48,7 @@ def build_environment(target: str, jobs: int, source_date_epoch: int) -> dict[st
         "LC_ALL": "C.UTF-8",
         "TZ": "UTC",
         "SOURCE_DATE_EPOCH": str(source_date_epoch),
-        "TARGET_TRIPLE": target,
+        "TARGET_TRIPLE": target.triple,
         "HOST_TRIPLE": clang_triple,
         "PREFIX": PREFIX,
         "SYSROOT": SYSROOT,
@@ -69,10 +70,11 @@ def build_environment(target: str, jobs: int, source_date_epoch: int) -> dict[st
         # Only our own .pc files: never the build image's (bookworm) ones.
         "PKG_CONFIG_LIBDIR": f"{PREFIX}/lib/pkgconfig:{PREFIX}/share/pkgconfig",
         "PKG_CONFIG_PATH": "",
+        **target.recipe_env,
     }
 
 
-def keyed_settings(target: str) -> dict[str, str]:
+def keyed_settings(target: Target) -> dict[str, str]:
     """What of the environment decides the output: it goes into cache keys."""
     env = build_environment(target, jobs=1, source_date_epoch=0)
     for varying in ("JOBS", "SOURCE_DATE_EPOCH"):

@@ -46,7 +46,7 @@ def noopt_dist(tmp_path_factory):
     from pyfreight.dist.write import Distribution, write_distribution
     from pyfreight.formats.tarball import read_member
     from pyfreight.paths import default_workspace
-    from pyfreight.targets import DEFAULT_TARGET
+    from pyfreight.targets import default_target
 
     # For iterating on the tests that only read archives: reuse ones already written.
     existing = os.environ.get("PYFREIGHT_TEST_NOOPT_FULL_ARCHIVE")
@@ -57,7 +57,7 @@ def noopt_dist(tmp_path_factory):
         return Distribution(
             full, only, only.with_name(only.name.replace(".tar.gz", "_stripped.tar.gz")), document
         )
-    build = build_cpython("3.14", "noopt", DEFAULT_TARGET, default_workspace(), jobs=os.cpu_count() or 1)
+    build = build_cpython("3.14", "noopt", default_target(), default_workspace(), jobs=os.cpu_count() or 1)
     return write_distribution(build, default_workspace(), tmp_path_factory.mktemp("dist"))
 
 

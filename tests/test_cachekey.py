@@ -11,10 +11,11 @@ from pyfreight import toolchain
 from pyfreight.container.images import BuildImage
 from pyfreight.deps.recipe_build import recipe_key
 from pyfreight.sources.recipes import load_recipe
+from pyfreight.targets import default_target
 from tests.conftest import write_recipe
 
 IMAGE = BuildImage(tag="pyfreight-build:test", image_id="sha256:" + "1" * 64, manifest=Path("/dev/null"))
-TARGET = "x86_64-unknown-linux-gnu"
+TARGET = default_target()
 
 
 @pytest.fixture

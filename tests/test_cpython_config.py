@@ -4,7 +4,7 @@ import pytest
 
 from pyfreight.cpython.options import BuildOptions, compiler_env, configure_args
 from pyfreight.errors import PyfreightError
-from pyfreight.targets import DEFAULT_TARGET
+from pyfreight.targets import default_target
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_bad_options_are_named():
 
 
 def test_recorded_flags_are_host_safe():
-    env = compiler_env(BuildOptions.parse("noopt"), DEFAULT_TARGET)
+    env = compiler_env(BuildOptions.parse("noopt"), default_target())
     for var in ("CFLAGS", "LDFLAGS"):
         assert "/tools" not in env[var] and "lld" not in env[var] and "sysroot" not in env[var]
     assert "-fuse-ld=lld" in env["LDFLAGS_NODIST"]
@@ -62,13 +62,13 @@ def test_modifiers_parse_to_one_canonical_name(text, canonical):
 
 
 def test_modifiers_change_the_flags_they_name():
-    default = compiler_env(BuildOptions.parse("pgo+lto"), DEFAULT_TARGET)
-    pie = compiler_env(BuildOptions.parse("pgo+lto+pie"), DEFAULT_TARGET)
+    default = compiler_env(BuildOptions.parse("pgo+lto"), default_target())
+    pie = compiler_env(BuildOptions.parse("pgo+lto+pie"), default_target())
     # the default is a position-dependent executable (docs/performance.md)
     assert "-no-pie" in default["LDFLAGS_NODIST"].split() and "-no-pie" not in pie["LDFLAGS_NODIST"].split()
-    ssp = compiler_env(BuildOptions.parse("pgo+lto+ssp"), DEFAULT_TARGET)
+    ssp = compiler_env(BuildOptions.parse("pgo+lto+ssp"), default_target())
     assert "-fstack-protector" in ssp["CFLAGS"].split() and "-fstack-protector-strong" not in ssp["CFLAGS"]
-    nocet = compiler_env(BuildOptions.parse("pgo+lto+nocet"), DEFAULT_TARGET)
+    nocet = compiler_env(BuildOptions.parse("pgo+lto+nocet"), default_target())
     assert "-fcf-protection" in default["CFLAGS"] and "-fcf-protection" not in nocet["CFLAGS"]
     assert "--with-lto=full" in configure_args("3.14.7", BuildOptions.parse("pgo+lto+fulllto"))
     assert "--with-lto=thin" in configure_args("3.14.7", BuildOptions.parse("lto"))

@@ -13,7 +13,7 @@ from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.cpython.setup_local import load_extension_data
 from pyfreight.formats.elf import check_tree
 from pyfreight.paths import default_workspace
-from pyfreight.targets import DEFAULT_TARGET
+from pyfreight.targets import default_target
 from tests.conftest import pyfreight_cli
 
 pytestmark = pytest.mark.container
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.container
 
 @pytest.fixture(scope="module")
 def build():
-    return build_cpython("3.14", "noopt", DEFAULT_TARGET, default_workspace(), jobs=os.cpu_count() or 1)
+    return build_cpython("3.14", "noopt", default_target(), default_workspace(), jobs=os.cpu_count() or 1)
 
 
 def test_install_tree_passes_every_check(build):
@@ -40,7 +40,7 @@ def test_no_build_paths_and_static_only(build):
     assert [
         p for p in shared if p.parent.name != "lib-dynload" or p.name.split(".")[0] not in test_only
     ] == []
-    facts, problems = check_tree(build.tree)
+    facts, problems = check_tree(build.tree, default_target())
     assert problems == []
     binary = next(f for f in facts if f.path == "bin/python3.14")
     assert "libpython3.14.so.1.0" not in binary.needed

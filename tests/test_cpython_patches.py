@@ -24,7 +24,7 @@ from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import open_tar
 from pyfreight.paths import default_workspace
 from pyfreight.sources.fetch import fetch_source
-from pyfreight.targets import DEFAULT_TARGET
+from pyfreight.targets import default_target
 
 _, VERSIONS = load_versions()
 PATCHES = sorted(CPYTHON_PATCHES_DIR.glob("*.patch"))
@@ -166,7 +166,7 @@ def test_venv_through_an_outside_symlink_finds_the_tree(minor, tmp_path, pristin
 def _job(minor: str, patches: Path | None = None, monkeypatch: pytest.MonkeyPatch | None = None):
     if patches is not None and monkeypatch is not None:
         monkeypatch.setattr(build, "CPYTHON_PATCHES_DIR", patches)
-    return _cpython_job(VERSIONS[minor], BuildOptions.parse("noopt"), DEFAULT_TARGET, "# Setup\n", {}, None)
+    return _cpython_job(VERSIONS[minor], BuildOptions.parse("noopt"), default_target(), "# Setup\n", {}, None)
 
 
 def test_the_build_gets_only_its_versions_patches():
@@ -179,14 +179,14 @@ def test_the_build_gets_only_its_versions_patches():
 def test_patches_are_in_the_cache_key(tmp_path, monkeypatch):
     patches = tmp_path / "cpython-patches"
     shutil.copytree(CPYTHON_PATCHES_DIR, patches)
-    before = job_key(_job("3.14", patches, monkeypatch), IMAGE, DEFAULT_TARGET)
+    before = job_key(_job("3.14", patches, monkeypatch), IMAGE, default_target())
     [patch] = [p for p in patches.glob("*.patch") if "3.14" in versions_of(p)]
     patch.write_text(patch.read_text().replace("Why:", "Why (reworded):", 1))
-    assert job_key(_job("3.14", patches, monkeypatch), IMAGE, DEFAULT_TARGET) != before
+    assert job_key(_job("3.14", patches, monkeypatch), IMAGE, default_target()) != before
     # a patch for another version only does not change this version's key
     patch.write_text(patch.read_text().replace("Why (reworded):", "Why:", 1))
     (patches / "zz-other.patch").write_text("Versions: 3.13\nWhy: test\n--- a/x\n+++ b/x\n")
-    assert job_key(_job("3.14", patches, monkeypatch), IMAGE, DEFAULT_TARGET) == before
+    assert job_key(_job("3.14", patches, monkeypatch), IMAGE, default_target()) == before
 
 
 def test_a_patch_without_versions_is_an_error(tmp_path, monkeypatch):

@@ -29,6 +29,7 @@ DATA_FILES = {
     "cpython/test-suite.yaml": "test-suite.schema.json",
     "dockerfiles/images.yaml": "images.schema.json",
     "recipes/zlib/recipe.yaml": "recipe.schema.json",
+    "targets/x86_64-unknown-linux-gnu.yaml": "target.schema.json",
 }
 SCHEMAS = sorted(p.name for p in SCHEMA_DIR.glob("*.schema.json"))
 

@@ -16,7 +16,7 @@ from pyfreight.container.images import ensure_images
 from pyfreight.deps.scheduler import build_deps
 from pyfreight.paths import Workspace, default_workspace
 from pyfreight.sources.recipes import load_all
-from pyfreight.targets import DEFAULT_TARGET
+from pyfreight.targets import default_target
 
 pytestmark = pytest.mark.container
 NAMES = ["openssl", "xz", "zlib"]
@@ -43,7 +43,7 @@ def built(tmp_path_factory):
     downloads = default_workspace().downloads
     if downloads.is_dir():  # reuse verified downloads as a mirror; they are re-verified
         os.environ["PYFREIGHT_MIRRORS"] = str(downloads)
-    first = build_deps(NAMES, DEFAULT_TARGET, ws, parallel=2, jobs=os.cpu_count() or 1)
+    first = build_deps(NAMES, default_target(), ws, parallel=2, jobs=os.cpu_count() or 1)
     prefix = tmp_path_factory.mktemp("prefix")
     for artifact in first.artifacts.values():
         with tarfile.open(artifact.path) as tar:
@@ -155,7 +155,7 @@ def test_links_and_needs_at_most_glibc_2_31(built):
 
 def test_second_run_rebuilds_nothing(built):
     ws, _, first, _ = built
-    again = build_deps(NAMES, DEFAULT_TARGET, ws)
+    again = build_deps(NAMES, default_target(), ws)
     assert again.built == [] and sorted(again.reused) == NAMES
     for name in NAMES:
         assert again.artifacts[name].path.read_bytes() == first.artifacts[name].path.read_bytes()

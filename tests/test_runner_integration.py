@@ -16,7 +16,7 @@ from pyfreight.deps.scheduler import build_deps
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import Workspace, default_workspace
 from pyfreight.sources.recipes import load_all
-from pyfreight.targets import DEFAULT_TARGET
+from pyfreight.targets import default_target
 
 pytestmark = pytest.mark.container
 
@@ -64,7 +64,7 @@ def setup(tmp_path, monkeypatch):
 
 
 def build(tmp_path, ws, names):
-    return build_deps(names, DEFAULT_TARGET, ws, offline=True, recipes=load_all(tmp_path / "recipes"))
+    return build_deps(names, default_target(), ws, offline=True, recipes=load_all(tmp_path / "recipes"))
 
 
 def test_isolation_and_artifact(setup):

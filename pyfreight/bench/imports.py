@@ -23,6 +23,7 @@ from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
+from pyfreight.targets import Target
 
 # Speed goals: the memory binary's time as a fraction of the filesystem importer's.
 GOALS = {"stdlib import": 0.60, "start-up": 0.85}
@@ -157,7 +158,7 @@ def render(results: dict[str, Measurement], count: int, parts: dict[str, float])
     return "\n".join(lines), ratios
 
 
-def ensure_archive(ws: Workspace, minor: str | None, options: str, target: str, jobs: int) -> Path:
+def ensure_archive(ws: Workspace, minor: str | None, options: str, target: Target, jobs: int) -> Path:
     """The full archive of that build in dist/, building and writing it when missing."""
     from pyfreight.cpython.build import build_cpython
     from pyfreight.dist.write import write_distribution

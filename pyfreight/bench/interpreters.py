@@ -14,6 +14,7 @@ from pyfreight.cpython.build import build_cpython
 from pyfreight.cpython.relocate import installed_python_name
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
+from pyfreight.targets import Target
 
 PROBE_MOUNT = "/probe"
 
@@ -25,7 +26,7 @@ class Interpreter:
     mount: Mount | None  # the install tree of a build of ours or of --against
 
 
-def ours(ws: Workspace, minor: str, options: list[str], target: str, jobs: int) -> list[Interpreter]:
+def ours(ws: Workspace, minor: str, options: list[str], target: Target, jobs: int) -> list[Interpreter]:
     """Our builds of `minor` with each option string (built first when missing)."""
     found = []
     for index, text in enumerate(options):

@@ -27,6 +27,7 @@ from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import owned
 from pyfreight.logs import say, tail
 from pyfreight.paths import REPO_ROOT, Workspace
+from pyfreight.targets import Target
 
 # Targets of the performance issue, as time ratios (theirs / ours; above 1: ours faster).
 TARGET_OVER_NOOPT = 1.15  # geometric mean: at least 15% faster than our noopt
@@ -177,7 +178,7 @@ def _commit() -> dict:
 def run_bench(
     ws: Workspace,
     minor: str | None,
-    target: str,
+    target: Target,
     jobs: int,
     *,
     options: list[str],

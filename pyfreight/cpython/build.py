@@ -31,6 +31,7 @@ from pyfreight.logs import say
 from pyfreight.paths import REPO_ROOT, Workspace
 from pyfreight.records import record_matches, write_record
 from pyfreight.sources.fetch import fetch_source
+from pyfreight.targets import Target
 
 CPYTHON_DIR = REPO_ROOT / "cpython"
 # Our patches to CPython's sources, each naming in its header (`Versions: 3.14 3.15`)
@@ -77,7 +78,7 @@ def _check_profile(options: BuildOptions, pgo_profile: Path | None) -> None:
 def build_cpython(
     minor: str | None,
     options_text: str,
-    target: str,
+    target: Target,
     ws: Workspace,
     jobs: int,
     force: bool = False,
@@ -99,12 +100,12 @@ def build_cpython(
     job = _cpython_job(src, options, target, setup_local, deps.artifacts, pgo_profile)
     key = job_key(job, image, target)
 
-    stem = f"cpython-{src.version}-{options}-{target}".replace("+", "_")
+    stem = f"cpython-{src.version}-{options}-{target.triple}".replace("+", "_")
     dependencies = {name: a.path for name, a in sorted(deps.artifacts.items())}
     build = CPythonBuild(
         source=src,
         options=options,
-        target=target,
+        target=target.triple,
         key=key,
         tree=ws.build / stem,
         artifact=ws.build / f"{stem}.tar",
@@ -155,7 +156,7 @@ def _replace(dest: Path, new: Path) -> None:
 def _cpython_job(
     src: CPythonSource,
     options: BuildOptions,
-    target: str,
+    target: Target,
     setup_local: str,
     artifacts: Mapping[str, Artifact],
     pgo_profile: Path | None,

@@ -7,6 +7,7 @@ from typing import Any
 
 from pyfreight import toolchain
 from pyfreight.errors import PyfreightError
+from pyfreight.targets import Target
 
 BASE_OPTIONS = ("noopt", "debug", "lto", "pgo", "pgo+lto")
 INSTALL_PREFIX = "/install"  # inside the container; scrubbed from the installed tree
@@ -151,7 +152,7 @@ def recorded_flags(codegen: CodeGen) -> tuple[str, str]:
     return " ".join(cflags), "-Wl,-z,relro,-z,now -Wl,-z,noexecstack"
 
 
-def compiler_env(options: BuildOptions, target: str) -> dict[str, str]:
+def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
     """Compiler variables for CPython's configure: build-only flags (sysroot, lld,
     our prefix, path mapping) in the *_NODIST variables sysconfig does not pass on."""
     env = toolchain.build_environment(target, jobs=1, source_date_epoch=0)

@@ -15,13 +15,13 @@ from pathlib import Path
 from pyfreight import toolchain
 from pyfreight.cpython.options import INSTALL_PREFIX
 from pyfreight.errors import PyfreightError
-from pyfreight.targets import DEFAULT_TARGET, TARGETS
 
-# What build-time strings become, longest first. Compilers become the host's cc/c++.
-_CLANG_ARGS = f"--target={TARGETS[DEFAULT_TARGET].clang_triple} --sysroot={toolchain.SYSROOT}"
+# The build's compilers, for whichever target, become the host's cc/c++.
+_COMPILER = re.compile(
+    rf"clang(?P<cxx>\+\+)?-{toolchain.LLVM} --target=[A-Za-z0-9_.-]+ --sysroot={re.escape(toolchain.SYSROOT)}"
+)
+# What other build-time strings become, longest first.
 REPLACEMENTS: tuple[tuple[str, str], ...] = (
-    (f"clang++-{toolchain.LLVM} {_CLANG_ARGS}", "c++"),
-    (f"clang-{toolchain.LLVM} {_CLANG_ARGS}", "cc"),
     (f"/usr/lib/llvm-{toolchain.LLVM}/bin/llvm-ar", "ar"),
     (f"llvm-ar-{toolchain.LLVM}", "ar"),
     (f"-ffile-prefix-map={toolchain.WORK_DIR}=.", ""),
@@ -93,6 +93,7 @@ _BUILD_WORD = re.compile(
 def scrub_flags(text: str, source_tree: str = "") -> str:
     """Host-neutral flags; the source folder becomes `source_tree`; other words that
     name the build environment are dropped."""
+    text = _COMPILER.sub(lambda m: "c++" if m["cxx"] else "cc", text)
     for old, new in REPLACEMENTS:
         text = text.replace(old, new)
     text = _BUILD_WORD.sub("", _SOURCE_TREE.sub(source_tree, text))

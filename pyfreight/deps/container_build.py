@@ -28,6 +28,7 @@ from pyfreight.leftovers import owned
 from pyfreight.paths import PACKAGE_DIR, Workspace
 from pyfreight.sources.fetch import copy_verified
 from pyfreight.sources.recipes import Source
+from pyfreight.targets import Target
 
 ENTRY_SCRIPT = PACKAGE_DIR / "container" / "entry.sh"
 # The name the entry script has in every cache key (unchanged since it was written, so
@@ -56,7 +57,7 @@ def _digest(item: Path | bytes) -> str:
     return bytes_sha256(item) if isinstance(item, bytes) else file_sha256(item)
 
 
-def job_key(job: BuildJob, image: BuildImage, target: str) -> str:
+def job_key(job: BuildJob, image: BuildImage, target: Target) -> str:
     files = {name: _digest(item) for name, item in job.files.items()}
     files[ENTRY_KEY] = file_sha256(ENTRY_SCRIPT)
     files |= {f"<host>/{name}": file_sha256(path) for name, path in job.host_code.items()}
@@ -64,7 +65,7 @@ def job_key(job: BuildJob, image: BuildImage, target: str) -> str:
         recipe_files=files,
         source_sha256s=[s.sha256 for s in job.sources],
         image_id=image.image_id,
-        target=target,
+        target=target.triple,
         settings=toolchain.keyed_settings(target) | dict(job.env),
         dependency_keys=job.dependency_keys,
     )
@@ -118,7 +119,7 @@ class FinishedBuild:
 def run_build_job(
     job: BuildJob,
     image: BuildImage,
-    target: str,
+    target: Target,
     jobs: int,
     epoch: int,
     ws: Workspace,

@@ -22,6 +22,7 @@ from pyfreight.hashing import file_sha256
 from pyfreight.paths import Workspace
 from pyfreight.records import record_matches, write_record
 from pyfreight.sources.recipes import Recipe
+from pyfreight.targets import Target
 
 # Fallback SOURCE_DATE_EPOCH when the first source is not a tarball (2025-01-01).
 DEFAULT_EPOCH = 1735689600
@@ -46,8 +47,8 @@ class Artifact:
     path: Path
 
 
-def artifact_stem(recipe: Recipe, target: str) -> str:
-    return f"{recipe.name}-{recipe.version}-{target}"
+def artifact_stem(recipe: Recipe, target: Target) -> str:
+    return f"{recipe.name}-{recipe.version}-{target.triple}"
 
 
 def recipe_job(
@@ -66,18 +67,18 @@ def recipe_job(
     )
 
 
-def recipe_key(recipe: Recipe, image: BuildImage, target: str, dependency_keys: dict[str, str]) -> str:
+def recipe_key(recipe: Recipe, image: BuildImage, target: Target, dependency_keys: dict[str, str]) -> str:
     return job_key(recipe_job(recipe, dependency_keys), image, target)
 
 
-def cached_artifact(ws: Workspace, recipe: Recipe, target: str, key: str) -> Artifact | None:
+def cached_artifact(ws: Workspace, recipe: Recipe, target: Target, key: str) -> Artifact | None:
     """The artifact built earlier with this exact key, if it is there and intact."""
     stem = artifact_stem(recipe, target)
     tar = ws.artifacts / f"{stem}.tar"
     record = record_matches(ws.artifacts / f"{stem}.json", key)
     if record is None or not tar.exists() or file_sha256(tar) != record.get("sha256"):
         return None
-    return Artifact(recipe.name, recipe.version, target, key, tar)
+    return Artifact(recipe.name, recipe.version, target.triple, key, tar)
 
 
 def _produced_files(prefix: Path, before: frozenset[str]) -> list[str]:
@@ -120,7 +121,7 @@ def _output_problems(prefix: Path, files: list[str]) -> list[str]:
 def build_recipe(
     recipe: Recipe,
     image: BuildImage,
-    target: str,
+    target: Target,
     key: str,
     dependencies: list[Artifact],
     dependency_keys: dict[str, str],
@@ -149,7 +150,7 @@ def build_recipe(
         {
             "name": recipe.name,
             "version": recipe.version,
-            "target": target,
+            "target": target.triple,
             "key": key,
             "sha256": file_sha256(tar),
             "files": len(files),
@@ -158,4 +159,4 @@ def build_recipe(
             "dependencies": sorted(d.name for d in dependencies),
         },
     )
-    return Artifact(recipe.name, recipe.version, target, key, tar)
+    return Artifact(recipe.name, recipe.version, target.triple, key, tar)

@@ -17,6 +17,7 @@ from pyfreight.logs import say
 from pyfreight.paths import Workspace
 from pyfreight.sources.fetch import fetch_source
 from pyfreight.sources.recipes import Recipe, load_all
+from pyfreight.targets import Target
 
 
 @dataclass
@@ -34,7 +35,7 @@ def fetch_all(recipes: Iterable[Recipe], ws: Workspace, offline: bool = False) -
 
 def build_deps(
     names: Iterable[str] | None,
-    target: str,
+    target: Target,
     ws: Workspace,
     parallel: int = 1,
     jobs: int = 1,

@@ -19,6 +19,7 @@ from pyfreight.cpython.buildinfo import BuildInfo
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import SCHEMA_DIR
+from pyfreight.targets import Target
 
 FORMAT_VERSION = "8"
 SCHEMA_FILE = SCHEMA_DIR / "PYTHON.json.schema.json"
@@ -49,9 +50,9 @@ def schema() -> dict[str, Any]:
     return document
 
 
-# Libraries every glibc system has (the schema's list); anything else a module links
-# must be shipped.
-SYSTEM_LIBRARIES = frozenset(schema()["$defs"]["link"]["then"]["properties"]["name"]["enum"])
+# The system libraries PYTHON.json may name, for any target (the schema's list); which
+# of them a build may link is its target's `system_libraries` (targets/*.yaml).
+SCHEMA_SYSTEM_LIBRARIES = frozenset(schema()["$defs"]["link"]["then"]["properties"]["name"]["enum"])
 
 
 def checked_document(root: Path, archive: Path) -> dict[str, Any]:
@@ -110,18 +111,20 @@ def _relative(path: str, prefix: str) -> str:
     return "install/" + path[len(prefix) + 1 :]
 
 
-def link_entry(word: str, libraries: dict[str, Library]) -> dict:
+def link_entry(word: str, libraries: dict[str, Library], target: Target) -> dict:
+    """PYTHON.json's entry for one word of a module's link line: a static library the
+    archive ships, or a system library of the target; anything else is refused."""
     if word.endswith(".a"):  # an archive CPython built itself (HACL*)
         name = Path(word).name.removeprefix("lib").removesuffix(".a")
         return {"name": name, "path_static": f"build/{word}"}
     name = word.removeprefix("-l")
     if name in libraries:
         return {"name": name, "path_static": libraries[name].path}
-    if name in SYSTEM_LIBRARIES:
+    if name in target.system_libraries:
         return {"name": name, "system": True}
     raise PyfreightError(
-        f"the build links -l{name}, which is neither a system library "
-        f"({', '.join(sorted(SYSTEM_LIBRARIES))}) nor a static library of a dependency recipe"
+        f"the build links -l{name}, which is neither a system library of {target.triple} "
+        f"({', '.join(sorted(target.system_libraries))}) nor a static library of a dependency recipe"
     )
 
 
@@ -150,7 +153,7 @@ def describe(
     facts: dict,
     info: BuildInfo,
     options: BuildOptions,
-    target: str,
+    target: Target,
     python_exe: str,
     tree: Path,
     libraries: dict[str, Library],
@@ -167,7 +170,7 @@ def describe(
     paths = {k: _relative(v, prefix) for k, v in sorted(facts["paths"].items())}
     extensions = {}
     for name, module in sorted(info.modules.items()):
-        links = [link_entry(w, libraries) for w in module.link_flags]
+        links = [link_entry(w, libraries, target) for w in module.link_flags]
         variant: dict = {
             "in_core": module.in_core,
             "init_fn": module.init_fn,
@@ -181,10 +184,15 @@ def describe(
             variant["licenses"] = sorted({lic for lib in shipped for lic in lib.licenses})
             variant["license_paths"] = sorted({p for lib in shipped for p in lib.license_paths})
         extensions[name] = [variant]
+    if facts["python_platform_tag"] != target.python_platform_tag:
+        raise PyfreightError(
+            f"the interpreter says its platform is {facts['python_platform_tag']}, but {target.triple}'s "
+            f"is {target.python_platform_tag} (targets/{target.triple}.yaml)"
+        )
     static_lib = f"{_relative(config['LIBPL'], prefix)}/{config['LIBRARY']}"
     document = {
         "version": FORMAT_VERSION,
-        "target_triple": target,
+        "target_triple": target.triple,
         "optimizations": options.base,
         "build_options": str(options),
         "python_tag": "cp" + facts["python_major_minor_version"].replace(".", ""),
@@ -213,7 +221,7 @@ def describe(
         "build_info": {
             "core": {
                 "objs": [f"build/{o}" for o in info.core_objs],
-                "links": [link_entry(w, libraries) for w in info.core_link_flags],
+                "links": [link_entry(w, libraries, target) for w in info.core_link_flags],
                 "static_lib": static_lib,
             },
             "extensions": extensions,

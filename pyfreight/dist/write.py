@@ -41,13 +41,14 @@ from pyfreight.dist.flavours import (
 )
 from pyfreight.dist.python_json import Library, describe, object_file_format
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.elf import check_tree
+from pyfreight.formats.elf import check_tree, tree_elf_facts
 from pyfreight.formats.tarball import extract, newest_mtime, read_member, walk_sorted, write_tar
 from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.records import driver_code_digest, record_matches, write_record
 from pyfreight.sources.recipes import load_all
+from pyfreight.targets import target as target_of
 
 DESCRIBE_SCRIPT = IN_CONTAINER_DIR / "describe_python.py"
 # Where the tree is mounted while the interpreter describes itself: the prefix
@@ -170,7 +171,7 @@ def write_distribution(
 
 def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Path]) -> Distribution:
     tree, objects = build.tree, build.objects
-    target = build.target
+    target = target_of(build.target)
     epoch = newest_mtime(ws.downloads / build.source.source.file) or 0
     python = installed_python_name(tree)
     say(f"dist: describing {tree.name}")
@@ -181,7 +182,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
         raise PyfreightError(
             f"config.c lists {', '.join(missing)}, which the interpreter does not have built in"
         )
-    elf_facts, problems = check_tree(tree)
+    elf_facts, problems = check_tree(tree, target)
     if problems:
         raise PyfreightError(f"{tree}: " + "; ".join(problems[:5]))
     glibc = max(f.glibc for f in elf_facts if f.glibc)
@@ -304,7 +305,7 @@ def _stripped_copy(tree: Path, dest: Path, test_packages: list[str], ws: Workspa
     stdlib = next((dest / "lib").glob("python3.*"))
     for package in test_packages:
         shutil.rmtree(stdlib / package.replace(".", "/"), ignore_errors=True)
-    elf_files = [f.path for f in check_tree(dest)[0]]
+    elf_files = [f.path for f in tree_elf_facts(dest)]
     image = images.ensure_images(ws)
     spec = RunSpec(
         image=image.image_id,

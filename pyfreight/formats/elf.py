@@ -10,8 +10,10 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
+from elftools.elf.segments import InterpSegment
 
-from pyfreight.targets import DEFAULT_TARGET, TARGETS, Target
+from pyfreight.errors import PyfreightError
+from pyfreight.targets import Target, all_targets
 
 
 @dataclass(frozen=True)
@@ -46,16 +48,51 @@ def elf_facts(path: Path, root: Path) -> ElfFacts | None:
     return ElfFacts(str(path.relative_to(root)), tuple(needed), max(versions) if versions else None)
 
 
-def check_tree(root: Path, target: Target = TARGETS[DEFAULT_TARGET]) -> tuple[list[ElfFacts], list[str]]:
+def tree_elf_facts(root: Path) -> list[ElfFacts]:
+    """The facts of every ELF file below root, in path order."""
+    return [
+        f
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and not path.is_symlink() and (f := elf_facts(path, root))
+    ]
+
+
+def check_tree(root: Path, target: Target) -> tuple[list[ElfFacts], list[str]]:
     """All ELF files below root, and the problems found among them for `target`."""
-    facts, problems = [], []
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.is_symlink() and (f := elf_facts(path, root)):
-            facts.append(f)
-            extra = sorted(set(f.needed) - target.allowed_needed)
-            if extra:
-                problems.append(f"{f.path}: needs {', '.join(extra)}")
-            if f.glibc and f.glibc > target.glibc_max:
-                newest = ".".join(map(str, f.glibc))
-                problems.append(f"{f.path}: needs GLIBC_{newest} (newer than {target.glibc_text})")
+    facts, problems = tree_elf_facts(root), []
+    for f in facts:
+        extra = sorted(set(f.needed) - target.allowed_needed)
+        if extra:
+            problems.append(f"{f.path}: needs {', '.join(extra)}")
+        if f.glibc and f.glibc > target.libc_ceiling:
+            newest = ".".join(map(str, f.glibc))
+            problems.append(f"{f.path}: needs GLIBC_{newest} (newer than {target.ceiling_text})")
     return facts, problems
+
+
+def interpreter_identity(executable: Path) -> tuple[str, str | None]:
+    """The ELF machine of `executable` and the file name of its dynamic loader (None for
+    a static executable): together they say which target it was built for."""
+    with executable.open("rb") as fh:
+        try:
+            elf = ELFFile(fh)
+        except ELFError as exc:
+            raise PyfreightError(f"{executable}: not an ELF executable ({exc})") from None
+        loader = None
+        for segment in elf.iter_segments():
+            if isinstance(segment, InterpSegment):
+                loader = Path(segment.get_interp_name()).name
+        return elf["e_machine"], loader
+
+
+def tree_target(executable: Path) -> Target:
+    """The target an interpreter was built for, from its ELF machine and loader,
+    matched against targets/*.yaml."""
+    machine, loader = interpreter_identity(executable)
+    for found in all_targets().values():
+        if found.elf_machine == machine and found.loader == loader:
+            return found
+    raise PyfreightError(
+        f"{executable}: an ELF {machine} executable with loader {loader or '(none)'}, "
+        "which no target of targets/*.yaml describes"
+    )

@@ -13,7 +13,7 @@ from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import CPythonBuild
 from pyfreight.cpython.relocate import installed_python_name
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.elf import check_tree
+from pyfreight.formats.elf import check_tree, tree_target
 from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
@@ -75,7 +75,7 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
         raise PyfreightError(
             f"{tree} has no test package (install_only_stripped archives leave it out): use --tests none"
         )
-    facts, problems = check_tree(tree)
+    facts, problems = check_tree(tree, tree_target(tree / "bin" / python))
     newest = max((f.glibc for f in facts if f.glibc), default=None)
     say(f"ELF files: {len(facts)}; newest GLIBC needed: {'.'.join(map(str, newest or ()))}")
     for problem in problems:

@@ -22,6 +22,7 @@ from pyfreight.hashing import file_sha256, stream_sha256
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
+from pyfreight.targets import target
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def reproduce(archive: Path, ws: Workspace, jobs: int, limits: Limits = DEFAULT_
             profile.write_bytes(read_member(archive, "python/build/pgo.profdata", limits))
         say(f"reproduce: rebuilding {archive.name} from scratch in {fresh.build}")
         build = build_cpython(
-            minor, fields["options"], fields["target"], fresh, jobs=jobs, pgo_profile=profile
+            minor, fields["options"], target(fields["target"]), fresh, jobs=jobs, pgo_profile=profile
         )
         result = write_distribution(build, fresh, fresh.dist, release=fields["release"])
         if result.full.name != archive.name:

@@ -26,9 +26,9 @@ from pyfreight.dist.flavours import recognise
 from pyfreight.dist.python_json import schema_errors
 from pyfreight.dist.sbom import sbom_errors
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.elf import elf_facts
+from pyfreight.formats.elf import elf_facts, tree_target
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
-from pyfreight.targets import DEFAULT_TARGET, TARGETS
+from pyfreight.targets import Target, all_targets, default_target, known_names
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
 
@@ -182,8 +182,8 @@ def _licenses(root: Path) -> list[Problem]:
     return problems
 
 
-def _elf_problems(path: Path, member: str, target: str) -> list[Problem]:
-    spec = TARGETS[target]
+def _elf_problems(path: Path, member: str, spec: Target) -> list[Problem]:
+    target = spec.triple
     facts = elf_facts(path, path.parent)
     if facts is None:
         return []
@@ -191,10 +191,10 @@ def _elf_problems(path: Path, member: str, target: str) -> list[Problem]:
     extra = sorted(set(facts.needed) - spec.allowed_needed)
     if extra:
         problems.append(Problem(member, f"needs libraries outside the allow-list: {', '.join(extra)}"))
-    if facts.glibc and facts.glibc > spec.glibc_max:
+    if facts.glibc and facts.glibc > spec.libc_ceiling:
         newest = ".".join(map(str, facts.glibc))
         problems.append(
-            Problem(member, f"needs GLIBC_{newest}, newer than {spec.glibc_text} allowed for {target}")
+            Problem(member, f"needs GLIBC_{newest}, newer than {spec.ceiling_text} allowed for {target}")
         )
     with path.open("rb") as fh:
         try:
@@ -296,7 +296,7 @@ def _exported_symbols(elf: ELFFile) -> set[str]:
     }
 
 
-def _install_tree(install: Path, prefix: str, target: str) -> list[Problem]:
+def _install_tree(install: Path, prefix: str, target: Target) -> list[Problem]:
     problems = []
     for path in sorted(install.rglob("*")):
         rel = f"{prefix}/{path.relative_to(install)}"
@@ -327,6 +327,36 @@ def _install_tree(install: Path, prefix: str, target: str) -> list[Problem]:
     return problems
 
 
+def _target_of(
+    install: Path, prefix: str, said: str | None, document: dict
+) -> tuple[Target | None, list[Problem]]:
+    """The target the archive is checked for: the one PYTHON.json names, else the one
+    whose ELF machine and loader the interpreter has; with a problem when PYTHON.json's
+    platform tag is not that target's."""
+    if said is not None:
+        spec = all_targets().get(said)
+        if spec is None:
+            return None, [Problem("python/PYTHON.json", f"unknown target {said}; known: {known_names()}")]
+    else:
+        interpreter = install / "bin" / "python3"
+        try:
+            if not interpreter.resolve().is_relative_to(install.resolve()):
+                raise PyfreightError(f"{interpreter} points outside the tree")
+            spec = tree_target(interpreter)
+        except (PyfreightError, OSError) as exc:
+            # reported; the other checks still run, for the default target
+            return default_target(), [Problem(f"{prefix}/bin/python3", f"cannot tell the target: {exc}")]
+    tag = document.get("python_platform_tag")
+    if tag is not None and tag != spec.python_platform_tag:
+        return spec, [
+            Problem(
+                "python/PYTHON.json",
+                f"python_platform_tag {tag}, not {spec.python_platform_tag} ({spec.triple})",
+            )
+        ]
+    return spec, []
+
+
 def validate(archive: Path, target: str | None = None, limits: Limits = DEFAULT_LIMITS) -> list[Problem]:
     """Every problem of `archive` (an empty list: it passed)."""
     problems, members = _structure(archive, limits)
@@ -353,13 +383,11 @@ def validate(archive: Path, target: str | None = None, limits: Limits = DEFAULT_
             target = target or (said if isinstance(said, str) else None)
             problems += _licenses(root)
         install, prefix = Path(tmp) / "x" / flavour.install_root, flavour.install_root
-        target = target or DEFAULT_TARGET
-        if target not in TARGETS:
-            return [
-                *problems,
-                Problem("python/PYTHON.json", f"unknown target {target}; known: {', '.join(TARGETS)}"),
-            ]
-        problems += _install_tree(install, prefix, target)
+        spec, found = _target_of(install, prefix, target, (document or {}) if full else {})
+        problems += found
+        if spec is None:
+            return problems
+        problems += _install_tree(install, prefix, spec)
         said_options = (document or {}).get("build_options") if full else None
         problems += _interpreter_problems(
             install, prefix, said_options if isinstance(said_options, str) else None

@@ -1,0 +1,186 @@
+"""Targets are data: every file of targets/ validates and is what the driver uses; a
+broken or contradictory file is refused naming the file; and no fact of a target is
+written anywhere else in the code, recipes or build files."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pyfreight.dist.python_json import SCHEMA_SYSTEM_LIBRARIES
+from pyfreight.errors import PyfreightError
+from pyfreight.formats.elf import tree_target
+from pyfreight.paths import REPO_ROOT
+from pyfreight.targets import TARGETS_DIR, all_targets, default_target, known_names, load_targets, target
+from pyfreight.verify.validate import _target_of
+from tests.conftest import pyfreight_cli
+
+FILES = sorted(TARGETS_DIR.glob("*.yaml"))
+
+# Where target facts may not be written: everything the driver, recipes and build
+# files say (targets/ is their one place; tests and prose may name them).
+SEARCHED = ["pyfreight", "recipes", "cpython", "dockerfiles", "schema", "scripts", ".ci", "Makefile"]
+
+
+def _copy_targets(tmp_path: Path) -> Path:
+    folder = tmp_path / "targets"
+    shutil.copytree(TARGETS_DIR, folder)
+    return folder
+
+
+def test_every_target_file_loads_under_its_triple():
+    assert FILES, "targets/ has no target file"
+    loaded = load_targets()
+    assert sorted(f"{t}.yaml" for t in loaded) == [f.name for f in FILES]
+    for triple, found in loaded.items():
+        data = yaml.safe_load((TARGETS_DIR / f"{triple}.yaml").read_text())
+        assert found.clang_triple == data["clang_triple"] and found.loader == data["elf"]["loader"]
+        assert found.recipe_env == data["recipe_env"]
+
+
+def test_one_default_and_names_resolve():
+    default = default_target()
+    assert sum(t.is_default for t in all_targets().values()) == 1
+    assert target(default.triple) is default and target(default.make_name) is default
+
+
+def test_system_libraries_are_ones_python_json_can_name():
+    for found in all_targets().values():
+        assert found.system_libraries <= SCHEMA_SYSTEM_LIBRARIES, found.triple
+
+
+def test_unknown_target_lists_the_known_ones():
+    with pytest.raises(PyfreightError, match=r"unknown target 'sparc64'; known: .*\(targets/\*\.yaml\)"):
+        target("sparc64")
+
+
+def test_file_named_after_another_triple_is_refused(tmp_path):
+    folder = _copy_targets(tmp_path)
+    (folder / FILES[0].name).rename(folder / "riscv64-unknown-linux-gnu.yaml")
+    with pytest.raises(
+        PyfreightError, match=r"riscv64-unknown-linux-gnu\.yaml: says triple .*; name the file"
+    ):
+        load_targets(folder)
+
+
+def test_two_defaults_or_none_are_refused(tmp_path):
+    folder = _copy_targets(tmp_path)
+    path = folder / FILES[0].name
+    data = yaml.safe_load(path.read_text())
+    twin = dict(data, triple="riscv64-unknown-linux-gnu", make_name="linux-riscv64")
+    (folder / "riscv64-unknown-linux-gnu.yaml").write_text(yaml.safe_dump(twin))
+    with pytest.raises(PyfreightError, match=r"exactly one target file must say `default: true` \(found 2"):
+        load_targets(folder)
+    path.write_text(yaml.safe_dump(dict(data, default=False)))
+    twin["default"] = False
+    (folder / "riscv64-unknown-linux-gnu.yaml").write_text(yaml.safe_dump(twin))
+    with pytest.raises(PyfreightError, match=r"found 0: none"):
+        load_targets(folder)
+
+
+def test_a_make_name_taken_twice_is_refused(tmp_path):
+    folder = _copy_targets(tmp_path)
+    data = yaml.safe_load((folder / FILES[0].name).read_text())
+    twin = dict(data, triple="riscv64-unknown-linux-gnu", default=False)
+    (folder / "riscv64-unknown-linux-gnu.yaml").write_text(yaml.safe_dump(twin))
+    with pytest.raises(PyfreightError, match=rf"make_name {data['make_name']} is already"):
+        load_targets(folder)
+
+
+def test_a_broken_field_is_named(tmp_path):
+    folder = _copy_targets(tmp_path)
+    path = folder / FILES[0].name
+    data = yaml.safe_load(path.read_text())
+    data["libc"]["ceiling"] = "new"
+    data["run"] = "maybe"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(PyfreightError) as caught:
+        load_targets(folder)
+    message = str(caught.value)
+    assert f"{path.name} does not match schema/target.schema.json" in message
+    assert "libc/ceiling: 'new' does not match" in message and "run: 'maybe'" in message
+
+
+def _facts(found) -> set[str]:
+    return {
+        found.triple,
+        found.clang_triple,
+        found.make_name,
+        found.python_platform_tag,
+        found.loader,
+        found.elf_machine,
+        *found.recipe_env.values(),
+    }
+
+
+def test_no_target_fact_is_written_outside_targets():
+    """The triple, compiler triple, make name, platform tag, loader, ELF machine and
+    recipe settings of every target appear in targets/ only."""
+    facts = set().union(*(_facts(t) for t in all_targets().values()))
+    found = subprocess.run(
+        ["grep", "-rnIF", *(f"-e{fact}" for fact in sorted(facts)), *SEARCHED],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert found.returncode == 1, f"target facts written outside targets/:\n{found.stdout}"
+
+
+def test_the_search_finds_a_fact_where_one_is_written(tmp_path):
+    """The grep above can fail: the same search over a file naming a triple finds it."""
+    planted = tmp_path / "Makefile"
+    planted.write_text(f"TARGET ?= {default_target().triple}\n")
+    found = subprocess.run(
+        ["grep", "-rnIF", *(f"-e{fact}" for fact in sorted(_facts(default_target()))), "Makefile"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert found.returncode == 0 and default_target().triple in found.stdout
+
+
+def test_cli_takes_a_make_name_and_refuses_an_unknown_target():
+    accepted = pyfreight_cli("deps", "--target", default_target().make_name, "no-such-recipe")
+    assert accepted.returncode == 1 and "no recipe named 'no-such-recipe'" in accepted.stderr
+    refused = pyfreight_cli("deps", "--target", "sparc64-unknown-linux-gnu", "zlib")
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        f"error: unknown target 'sparc64-unknown-linux-gnu'; known: {known_names()} (targets/*.yaml)"
+    ]
+
+
+def test_make_names_an_unknown_target_in_one_line():
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "linux-sparc64-noopt"], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode != 0
+    assert "error: unknown target 'linux-sparc64'; known:" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_tree_is_told_by_its_interpreter(tmp_path):
+    """check-install and validate tell the target of a tree by its interpreter's ELF
+    machine and loader: the host's own ls is an x86-64 glibc executable."""
+    host = Path(shutil.which("ls") or "/bin/ls")
+    assert tree_target(host) is target("x86_64-unknown-linux-gnu")
+    text = tmp_path / "python3"
+    text.write_text("#!/bin/sh\n")
+    with pytest.raises(PyfreightError, match="not an ELF executable"):
+        tree_target(text)
+
+
+def test_validate_names_a_platform_tag_that_is_not_the_targets(tmp_path):
+    spec, problems = _target_of(
+        tmp_path, "python/install", default_target().triple, {"python_platform_tag": "linux-sparc64"}
+    )
+    assert spec is default_target()
+    assert [str(p) for p in problems] == [
+        f"python/PYTHON.json: python_platform_tag linux-sparc64, not {default_target().python_platform_tag} "
+        f"({default_target().triple})"
+    ]
+    _, unknown = _target_of(tmp_path, "python/install", "sparc64-unknown-linux-gnu", {})
+    assert "unknown target sparc64-unknown-linux-gnu" in str(unknown[0])
