@@ -117,29 +117,24 @@ def _facts(found) -> set[str]:
     }
 
 
+def _grep(facts: set[str], paths: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """grep's fixed-string search for any of `facts` in `paths` (exit 1: none found)."""
+    patterns = [f"-e{fact}" for fact in sorted(facts)]
+    return subprocess.run(["grep", "-rnIF", *patterns, *paths], cwd=cwd, capture_output=True, text=True)
+
+
 def test_no_target_fact_is_written_outside_targets():
     """The triple, compiler triple, make name, platform tag, loader, ELF machine and
     recipe settings of every target appear in targets/ only."""
     facts = set().union(*(_facts(t) for t in all_targets().values()))
-    found = subprocess.run(
-        ["grep", "-rnIF", *(f"-e{fact}" for fact in sorted(facts)), *SEARCHED],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-    )
+    found = _grep(facts, SEARCHED, REPO_ROOT)
     assert found.returncode == 1, f"target facts written outside targets/:\n{found.stdout}"
 
 
 def test_the_search_finds_a_fact_where_one_is_written(tmp_path):
-    """The grep above can fail: the same search over a file naming a triple finds it."""
-    planted = tmp_path / "Makefile"
-    planted.write_text(f"TARGET ?= {default_target().triple}\n")
-    found = subprocess.run(
-        ["grep", "-rnIF", *(f"-e{fact}" for fact in sorted(_facts(default_target()))), "Makefile"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
+    """The search above can fail: over a Makefile naming a triple it finds it."""
+    (tmp_path / "Makefile").write_text(f"TARGET ?= {default_target().triple}\n")
+    found = _grep(_facts(default_target()), ["Makefile"], tmp_path)
     assert found.returncode == 0 and default_target().triple in found.stdout
 
 
