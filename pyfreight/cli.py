@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def cmd_images(args: argparse.Namespace) -> None:
     from pyfreight.container.images import ensure_images
 
-    image = ensure_images(default_workspace())
+    image = ensure_images(default_workspace(), args.target)
     packages = image.manifest.read_text().splitlines()
     print(f"tag:      {image.tag}")
     print(f"image id: {image.image_id}")
@@ -328,7 +328,11 @@ def build_parser() -> argparse.ArgumentParser:
     def parents(*names: str) -> list[argparse.ArgumentParser]:
         return [shared[name] for name in names]
 
-    p = sub.add_parser("images", help="build the pinned images that are missing; show them")
+    p = sub.add_parser(
+        "images",
+        help="build the pinned images a target needs that are missing; show its build image",
+        parents=parents("target"),
+    )
     p.set_defaults(func=cmd_images)
 
     p = sub.add_parser("recipes", help="list the recipes in build order, with versions and licenses")

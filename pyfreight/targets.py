@@ -28,6 +28,9 @@ class Target:
     make_name: str  # prefix of the make targets: `make MAKE_NAME-pgo`
     clang_triple: str
     python_platform_tag: str  # sysconfig.get_platform() of the built interpreter
+    debian_architecture: str  # of the sysroot's packages and of the runtime image
+    sysroot: MappingProxyType[str, Any]  # suite, variant, pinned packages, kept paths
+    control_flow_cflags: str  # the target's control-flow protection (-fcf-protection on x86_64)
     elf_machine: str  # pyelftools' e_machine name
     loader: str  # PT_INTERP's file name
     libc: str  # "glibc" or "musl"
@@ -51,6 +54,9 @@ class Target:
             make_name=data["make_name"],
             clang_triple=data["clang_triple"],
             python_platform_tag=data["python_platform_tag"],
+            debian_architecture=data["debian_architecture"],
+            sysroot=MappingProxyType(dict(data["sysroot"])),
+            control_flow_cflags=data["control_flow_cflags"],
             elf_machine=data["elf"]["machine"],
             loader=data["elf"]["loader"],
             libc=data["libc"]["name"],
@@ -96,6 +102,11 @@ def all_targets() -> MappingProxyType[str, Target]:
 
 def default_target() -> Target:
     return next(t for t in all_targets().values() if t.is_default)
+
+
+def emulators() -> list[str]:
+    """The binfmt_misc emulators the targets need (scripts/ensure-emulators.sh)."""
+    return sorted({t.emulator for t in all_targets().values() if t.emulator})
 
 
 def known_names() -> str:

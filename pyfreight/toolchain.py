@@ -11,7 +11,7 @@ from pyfreight.targets import Target
 
 # Fixed paths inside the build container. They never name the host.
 PREFIX = "/tools/deps"  # where dependencies are installed and build.sh installs to
-SYSROOT = "/sysroot"  # the target's C library and kernel headers (dockerfiles/images.yaml)
+SYSROOT = "/sysroot"  # the target's C library and kernel headers (targets/*.yaml `sysroot`)
 SOURCES_DIR = "/inputs/sources"
 RECIPE_DIR = "/inputs/recipe"
 WORK_DIR = "/build/work"
@@ -22,14 +22,17 @@ LLVM = "19"
 # Optimization and hardening as distributions build static libraries:
 #  -fPIC: the objects end up in libpython.so and in PIE executables.
 #  -fvisibility=hidden: nothing of a dependency is exported from the final binary.
-#  -fstack-protector-strong, -D_FORTIFY_SOURCE=2, -fstack-clash-protection,
-#  -fcf-protection: Debian's and Fedora's hardening defaults.
+#  -fstack-protector-strong, -D_FORTIFY_SOURCE=2, -fstack-clash-protection, and the
+#  target's control-flow protection: Debian's and Fedora's hardening defaults.
 #  -ffile-prefix-map: the container's build folder does not land in objects.
-COMMON_CFLAGS = (
-    "-O2 -fPIC -fvisibility=hidden "
-    "-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fstack-clash-protection -fcf-protection "
-    f"-ffile-prefix-map={WORK_DIR}=."
-)
+HARDENING_CFLAGS = "-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fstack-clash-protection"
+
+
+def common_cflags(target: Target) -> str:
+    hardening = f"{HARDENING_CFLAGS} {target.control_flow_cflags}"
+    return f"-O2 -fPIC -fvisibility=hidden {hardening} -ffile-prefix-map={WORK_DIR}=."
+
+
 # lld; full RELRO with BIND_NOW and a non-executable stack for anything linked here
 # (configure test programs and the tools some builds run).
 COMMON_LDFLAGS = "-fuse-ld=lld -Wl,-z,relro,-z,now -Wl,-z,noexecstack"
@@ -58,8 +61,8 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
         "CC": cc,
         "CXX": cxx,
         "CPP": f"{cc} -E",
-        "CFLAGS": COMMON_CFLAGS,
-        "CXXFLAGS": COMMON_CFLAGS,
+        "CFLAGS": common_cflags(target),
+        "CXXFLAGS": common_cflags(target),
         "CPPFLAGS": f"-I{PREFIX}/include",
         "LDFLAGS": f"{COMMON_LDFLAGS} -L{PREFIX}/lib",
         "AR": f"llvm-ar-{LLVM}",

@@ -69,7 +69,7 @@ def test_dependency_key_change(recipe):
 
 def test_compiler_settings_change(recipe, monkeypatch):
     before = key(recipe)
-    monkeypatch.setattr(toolchain, "COMMON_CFLAGS", toolchain.COMMON_CFLAGS + " -O3")
+    monkeypatch.setattr(toolchain, "HARDENING_CFLAGS", toolchain.HARDENING_CFLAGS + " -O3")
     assert key(recipe) != before
 
 

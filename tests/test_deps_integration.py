@@ -38,7 +38,7 @@ int main(void) {
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    image = ensure_images(default_workspace())  # images are shared; sysroot kept in build/
+    image = ensure_images(default_workspace(), default_target())  # images are shared; sysroot kept in build/
     ws = Workspace(tmp_path_factory.mktemp("empty") / "build")
     downloads = default_workspace().downloads
     if downloads.is_dir():  # reuse verified downloads as a mirror; they are re-verified

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
+from types import MappingProxyType
 
 from pyfreight.container import images
+from pyfreight.targets import Target, default_target
 
 
 def test_absolute_symlinks_become_relative(tmp_path):
@@ -23,15 +26,26 @@ def test_absolute_symlinks_become_relative(tmp_path):
     assert (root / "lib64/ld-linux-x86-64.so.2").read_text() == "loader"
 
 
+def _with_sysroot_pin(target: Target, package: str, version: str) -> Target:
+    sysroot = dict(target.sysroot) | {"packages": dict(target.sysroot["packages"]) | {package: version}}
+    return dataclasses.replace(target, sysroot=MappingProxyType(sysroot))
+
+
 def test_tags_change_with_pins_only():
-    spec = images.load_spec()
+    spec, target = images.load_spec(), default_target()
     same = copy.deepcopy(spec)
-    assert images.build_tag(spec) == images.build_tag(same)
-    changed = copy.deepcopy(spec)
-    changed["sysroot"]["packages"]["libc6-dev"] = "2.31-13+deb11u99"
-    assert images.build_tag(changed) != images.build_tag(spec)
-    assert images.base_tag(changed) == images.base_tag(spec)
+    assert images.build_tag(spec, target) == images.build_tag(same, target)
+    repinned = _with_sysroot_pin(target, "libc6-dev", "2.31-13+deb11u99")
+    assert images.build_tag(spec, repinned) != images.build_tag(spec, target)
+    assert images.runtime_tag(spec, repinned) == images.runtime_tag(spec, target)
     other_suite = copy.deepcopy(spec)
     other_suite["base"]["suite"] = "trixie"
     assert images.base_tag(other_suite) != images.base_tag(spec)
-    assert images.build_tag(other_suite) != images.build_tag(spec)
+    assert images.build_tag(other_suite, target) != images.build_tag(spec, target)
+
+
+def test_each_target_has_its_own_build_and_runtime_images():
+    spec, target = images.load_spec(), default_target()
+    other = dataclasses.replace(target, debian_architecture="arm64")
+    assert images.build_tag(spec, other) != images.build_tag(spec, target)
+    assert images.runtime_tag(spec, other) != images.runtime_tag(spec, target)

@@ -58,7 +58,7 @@ def make_recipe(root, name, build_sh, depends=()):
 
 @pytest.fixture
 def setup(tmp_path, monkeypatch):
-    ensure_images(default_workspace())
+    ensure_images(default_workspace(), default_target())
     monkeypatch.setenv("PYFREIGHT_MIRRORS", str(tmp_path / "mirror"))
     return tmp_path, Workspace(tmp_path / "build")
 

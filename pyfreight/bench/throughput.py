@@ -214,7 +214,7 @@ def run_bench(
         image, version = debian
         interpreters.append(Interpreter(f"debian {version}", f"/usr/bin/python{minor}", None))
     else:
-        image = images.ensure_runtime_image(ws)
+        image = images.ensure_runtime_image(ws, target)
         say(f"bench: Debian serves no CPython {minor} (dockerfiles/images.yaml debian_python): ours only")
     labels = [i.label for i in interpreters]
     if len(set(labels)) != len(labels):

@@ -1,9 +1,12 @@
 """Pinned images, built here (no registry is ever asked):
 
 - base:    debootstrap of the pinned suite, `docker import`ed;
-- sysroot: debootstrap of the target suite with the C library headers, absolute
-           symlinks made relative, cut down to what compilers read, as a tarball;
-- build:   dockerfiles/build.Dockerfile on the base: pinned toolchain + sysroot.
+- sysroot: per target (targets/*.yaml): the pinned C library packages of the target's
+           suite and architecture, absolute symlinks made relative, cut down to what
+           compilers read, as a tarball;
+- build:   per target: dockerfiles/build.Dockerfile on the base, the pinned toolchain
+           and the target's sysroot;
+- runtime: the suite installs are checked in, of the target's architecture.
 
 Each tag is a hash of its inputs, so a changed pin makes a new image and an unchanged
 one is reused."""
@@ -31,8 +34,10 @@ from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import DOCKERFILES_DIR, Workspace
 from pyfreight.sources.mirrors import DebianMirrors, find_debian_mirrors
+from pyfreight.targets import Target
 
 SPEC_FILE = DOCKERFILES_DIR / "images.yaml"
+BINFMT_MISC = Path("/proc/sys/fs/binfmt_misc")
 
 
 @dataclass(frozen=True)
@@ -55,14 +60,18 @@ def base_tag(spec: dict, section: str = "base") -> str:
     return f"pyfreight-{section}:{_digest(section, spec[section])}"
 
 
-def sysroot_digest(spec: dict) -> str:
-    return _digest("sysroot", spec["sysroot"])
+def sysroot_digest(target: Target) -> str:
+    return _digest("sysroot", target.debian_architecture, dict(target.sysroot))
 
 
-def build_tag(spec: dict) -> str:
+def build_tag(spec: dict, target: Target) -> str:
     build = spec["build"]
     files = {name: (DOCKERFILES_DIR / build[name]).read_text() for name in ("dockerfile", "packages")}
-    return f"pyfreight-build:{_digest('build', base_tag(spec), sysroot_digest(spec), files)}"
+    return f"pyfreight-build:{_digest('build', base_tag(spec), sysroot_digest(target), files)}"
+
+
+def runtime_tag(spec: dict, target: Target) -> str:
+    return f"pyfreight-runtime:{_digest('runtime', spec['runtime'], target.debian_architecture)}"
 
 
 def _debootstrap(
@@ -73,7 +82,12 @@ def _debootstrap(
     log: Path,
     include: Iterable[str] = (),
     script: str | None = None,
+    architecture: str | None = None,
+    foreign: bool = False,
 ) -> None:
+    """debootstrap into `dest`; `foreign` stops after the first stage, which downloads
+    every package and unpacks only the essential ones (the second stage runs the
+    target's own programs)."""
     if os.geteuid() != 0:
         raise PyfreightError(
             "making the base image and sysroot needs debootstrap as root; run as root "
@@ -83,12 +97,17 @@ def _debootstrap(
     if not Path(exe).exists():
         raise PyfreightError("debootstrap is missing: apt-get install -y debootstrap")
     args = [exe, f"--variant={variant}"]
+    if architecture:
+        args.append(f"--arch={architecture}")
+    if foreign:
+        args.append("--foreign")
     if include:
         args.append("--include=" + ",".join(include))
     args += [suite, str(dest), mirror]
     if script:  # a suite newer than this debootstrap knows, bootstrapped like `script`
         args.append(f"/usr/share/debootstrap/scripts/{script}")
-    say(f"  debootstrap {suite} ({variant}) from {mirror} (log: {log})")
+    arch = f", {architecture}" if architecture else ""
+    say(f"  debootstrap {suite} ({variant}{arch}) from {mirror} (log: {log})")
     docker.run_logged(args, log, f"debootstrap {suite}")
 
 
@@ -99,14 +118,18 @@ def _apt_sources(suite: str, mirrors: DebianMirrors) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _ensure_base(spec: dict, ws: Workspace, mirrors: DebianMirrors, section: str = "base") -> str:
-    """A debootstrapped Debian of spec[section], imported as an image."""
-    return _ensure_rootfs_image(base_tag(spec, section), spec[section], ws, mirrors)
+def _ensure_base(spec: dict, ws: Workspace, mirrors: DebianMirrors) -> str:
+    """The build images' own Debian, debootstrapped and imported as an image."""
+    return _ensure_rootfs_image(base_tag(spec), spec["base"], ws, mirrors)
 
 
-def _ensure_rootfs_image(tag: str, base: dict, ws: Workspace, mirrors: DebianMirrors) -> str:
+def _ensure_rootfs_image(
+    tag: str, base: dict, ws: Workspace, mirrors: DebianMirrors, architecture: str | None = None
+) -> str:
     """A debootstrapped Debian (suite, variant, optional include and script), imported
-    as the image `tag`."""
+    as the image `tag`. A foreign `architecture` is bootstrapped through its emulator
+    (binfmt_misc), and the image keeps the host's platform label: binfmt_misc runs its
+    programs whatever the label says."""
     if docker.image_id(tag):
         return tag
     say(f"image {tag}: building")
@@ -122,6 +145,7 @@ def _ensure_rootfs_image(tag: str, base: dict, ws: Workspace, mirrors: DebianMir
             log,
             base.get("include", ()),
             base.get("script"),
+            architecture,
         )
         (rootfs / "etc/apt/sources.list").write_text(_apt_sources(base["suite"], mirrors))
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
@@ -157,24 +181,40 @@ def _installed_versions(rootfs: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
-def _ensure_sysroot(spec: dict, ws: Workspace, mirrors: DebianMirrors) -> Path:
-    digest = sysroot_digest(spec)
+def _ensure_sysroot(target: Target, ws: Workspace, mirrors: DebianMirrors) -> Path:
+    digest = sysroot_digest(target)
     out = ws.images / f"sysroot-{digest}.tar"
     if out.exists():
         return out
-    sysroot = spec["sysroot"]
-    say(f"sysroot {sysroot['suite']} ({digest}): building")
+    sysroot = target.sysroot
+    what = f"sysroot {sysroot['suite']} {target.debian_architecture}"
+    say(f"{what} ({digest}): building")
     log = ws.logs / f"sysroot-{digest}.log"
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("sysroot")) as tmp:
         rootfs = Path(tmp) / "rootfs"
-        pins: dict[str, str] = sysroot["packages"]
-        _debootstrap(sysroot["suite"], sysroot["variant"], rootfs, mirrors.archive, log, pins)
-        versions = _installed_versions(rootfs)
+        pins: dict[str, str] = dict(sysroot["packages"])
+        if target.emulator is None:
+            _debootstrap(sysroot["suite"], sysroot["variant"], rootfs, mirrors.archive, log, pins)
+            versions = _installed_versions(rootfs)
+        else:
+            # Nothing of the target's own code runs: debootstrap's first stage fetches
+            # the packages, and the ones it left packed are unpacked here.
+            _debootstrap(
+                sysroot["suite"],
+                sysroot["variant"],
+                rootfs,
+                mirrors.archive,
+                log,
+                pins,
+                architecture=target.debian_architecture,
+                foreign=True,
+            )
+            versions = _unpack_remaining(rootfs, log)
         wrong = {p: versions.get(p) for p, v in pins.items() if versions.get(p) != v}
         if wrong:
             detail = ", ".join(f"{p} is {wrong[p]} (pinned {pins[p]})" for p in sorted(wrong))
-            raise PyfreightError(f"sysroot {sysroot['suite']}: {detail}; update dockerfiles/images.yaml")
+            raise PyfreightError(f"{what}: {detail}; update the pins in targets/{target.triple}.yaml")
         manifest = "".join(f"{p}={v}\n" for p, v in sorted(versions.items()))
         (ws.images / f"sysroot-{digest}.manifest.txt").write_text(manifest)
         relativize_symlinks(rootfs)
@@ -188,8 +228,31 @@ def _ensure_sysroot(spec: dict, ws: Workspace, mirrors: DebianMirrors) -> Path:
     return out
 
 
-def _ensure_build(spec: dict, ws: Workspace, base: str, sysroot_tar: Path) -> str:
-    tag = build_tag(spec)
+def _unpack_remaining(rootfs: Path, log: Path) -> dict[str, str]:
+    """After debootstrap's first stage: unpacks the packages it only downloaded (its
+    `base` list: what --include added beyond the essential set) into `rootfs`, as the
+    first stage unpacked the others, and returns every downloaded package's version."""
+    stage = rootfs / "debootstrap"
+    debs = dict(line.split(" ", 1) for line in (stage / "debpaths").read_text().splitlines() if " " in line)
+    for name in (stage / "base").read_text().split():
+        deb = rootfs / debs[name].lstrip("/")
+        with log.open("a") as out:
+            out.write(f"unpacking {deb.name}\n")
+        tar = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
+        docker.run_logged(
+            ["tar", "-C", str(rootfs), "-xf", "-"], log, f"unpacking {deb.name}", stdin=tar.stdout
+        )
+        if tar.wait() != 0:
+            raise PyfreightError(f"dpkg-deb could not read {deb.name}; see {log}")
+    versions = {}
+    for name, path in sorted(debs.items()):
+        fields = ["dpkg-deb", "--field", str(rootfs / path.lstrip("/")), "Version"]
+        versions[name] = subprocess.run(fields, capture_output=True, text=True, check=True).stdout.strip()
+    return versions
+
+
+def _ensure_build(spec: dict, target: Target, ws: Workspace, base: str, sysroot_tar: Path) -> str:
+    tag = build_tag(spec, target)
     if docker.image_id(tag):
         return tag
     say(f"image {tag}: building")
@@ -208,6 +271,23 @@ def _ensure_build(spec: dict, ws: Workspace, base: str, sysroot_tar: Path) -> st
     return tag
 
 
+def require_emulator(target: Target) -> None:
+    """Stops unless this machine can run `target`'s programs."""
+    if target.emulator and not emulator_registered(target.emulator):
+        raise PyfreightError(
+            f"{target.triple} runs through {target.emulator}, which binfmt_misc does not have "
+            f"registered here; run `make setup` as root (scripts/ensure-emulators.sh)"
+        )
+
+
+def emulator_registered(emulator: str) -> bool:
+    entry = BINFMT_MISC / emulator
+    try:
+        return entry.read_text().startswith("enabled")
+    except OSError:
+        return False
+
+
 def _write_manifest(tag: str, ws: Workspace) -> Path:
     path = ws.images / f"{tag.replace(':', '-')}.manifest.txt"
     if not path.exists():
@@ -219,13 +299,16 @@ def _write_manifest(tag: str, ws: Workspace) -> Path:
     return path
 
 
-def ensure_runtime_image(ws: Workspace) -> str:
-    """The image installs are checked in (an older Debian than the builder's)."""
+def ensure_runtime_image(ws: Workspace, target: Target) -> str:
+    """The image installs for `target` are checked in (an older Debian than the
+    builder's, of the target's architecture)."""
     docker.require_engine()
+    require_emulator(target)
     spec = load_spec()
-    tag = base_tag(spec, "runtime")
+    tag = runtime_tag(spec, target)
     if not docker.image_id(tag):
-        _ensure_base(spec, ws, find_debian_mirrors(), "runtime")
+        architecture = target.debian_architecture if target.emulator else None
+        _ensure_rootfs_image(tag, spec["runtime"], ws, find_debian_mirrors(), architecture)
     return tag
 
 
@@ -244,18 +327,21 @@ def ensure_debian_python_image(ws: Workspace, minor: str) -> tuple[str, str] | N
     return tag, version.stdout.strip()
 
 
-def ensure_images(ws: Workspace) -> BuildImage:
-    """Builds whatever image is missing and returns the build image."""
+def ensure_images(ws: Workspace, target: Target) -> BuildImage:
+    """Builds whatever image is missing and returns the build image of `target`. A
+    target that does not run natively needs its emulator: builds run its programs
+    (configure's test programs, tools a build makes and runs)."""
     docker.require_engine()
+    require_emulator(target)
     spec = load_spec()
     ws.images.mkdir(parents=True, exist_ok=True)
-    tag = build_tag(spec)
+    tag = build_tag(spec, target)
     if not docker.image_id(tag):
         started = time.monotonic()
         mirrors = find_debian_mirrors()
         base = _ensure_base(spec, ws, mirrors)
-        sysroot_tar = _ensure_sysroot(spec, ws, mirrors)
-        _ensure_build(spec, ws, base, sysroot_tar)
+        sysroot_tar = _ensure_sysroot(target, ws, mirrors)
+        _ensure_build(spec, target, ws, base, sysroot_tar)
         say(f"images ready in {time.monotonic() - started:.0f} s")
     image = docker.image_id(tag)
     assert image is not None

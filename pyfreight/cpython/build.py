@@ -96,7 +96,7 @@ def build_cpython(
     extension_data = load_extension_data()
     setup_local = render_setup_local(modules, extension_data, origin)
     deps = build_deps(required_recipes(modules, extension_data), target, ws, parallel=2, jobs=jobs)
-    image = images.ensure_images(ws)
+    image = images.ensure_images(ws, target)
     job = _cpython_job(src, options, target, setup_local, deps.artifacts, pgo_profile)
     key = job_key(job, image, target)
 

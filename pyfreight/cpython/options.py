@@ -21,7 +21,9 @@ class CodeGen:
 
     pie: bool  # a position-independent main executable (ASLR for it; relocations at start)
     stack_protector: str  # "strong" (-fstack-protector-strong) or "basic" (-fstack-protector)
-    cf_protection: bool  # -fcf-protection: CET's endbr64 landing pads and shadow-stack marks
+    cf_protection: (
+        bool  # the target's control-flow protection (x86_64: CET's landing pads and shadow-stack marks)
+    )
     full_lto: bool  # full LTO rather than ThinLTO (lto options only)
 
 
@@ -140,14 +142,14 @@ def configure_args(version: str, options: BuildOptions) -> list[str]:
     return args
 
 
-def recorded_flags(codegen: CodeGen) -> tuple[str, str]:
+def recorded_flags(codegen: CodeGen, target: Target) -> tuple[str, str]:
     """CFLAGS and LDFLAGS recorded in sysconfig, so they must make sense on a user's
     machine with gcc or clang: hardening only."""
     cflags = [
         "-fstack-protector-strong" if codegen.stack_protector == "strong" else "-fstack-protector",
         "-D_FORTIFY_SOURCE=2",
         "-fstack-clash-protection",
-        *(["-fcf-protection"] if codegen.cf_protection else []),
+        *([target.control_flow_cflags] if codegen.cf_protection else []),
     ]
     return " ".join(cflags), "-Wl,-z,relro,-z,now -Wl,-z,noexecstack"
 
@@ -156,7 +158,7 @@ def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
     """Compiler variables for CPython's configure: build-only flags (sysroot, lld,
     our prefix, path mapping) in the *_NODIST variables sysconfig does not pass on."""
     env = toolchain.build_environment(target, jobs=1, source_date_epoch=0)
-    cflags, ldflags = recorded_flags(options.codegen)
+    cflags, ldflags = recorded_flags(options.codegen, target)
     # --exclude-libs: nothing of a static library (OpenSSL's assembly routines ignore
     # -fvisibility=hidden) is exported from the interpreter, whose own objects stay
     # exported (-export-dynamic) for extension modules. -no-pie links the executables

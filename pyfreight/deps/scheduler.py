@@ -48,7 +48,7 @@ def build_deps(
     check_graph(recipes)
     order = build_order(recipes, names if names is not None else recipes)
     fetch_all((recipes[n] for n in order), ws, offline)
-    image = images.ensure_images(ws)
+    image = images.ensure_images(ws, target)
 
     keys: dict[str, str] = {}
     for name in order:  # dependencies first, so their keys exist

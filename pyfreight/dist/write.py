@@ -48,6 +48,7 @@ from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.records import driver_code_digest, record_matches, write_record
 from pyfreight.sources.recipes import load_all
+from pyfreight.targets import Target
 from pyfreight.targets import target as target_of
 
 DESCRIBE_SCRIPT = IN_CONTAINER_DIR / "describe_python.py"
@@ -95,20 +96,20 @@ def default_release(build: CPythonBuild, ws: Workspace) -> str:
 def distribution_key(build: CPythonBuild, release: str) -> str:
     """What the archives are made of: the build, the release tag, the images that
     describe and strip it, and the driver's own code (which lays the archives out)."""
-    spec = images.load_spec()
+    spec, target = images.load_spec(), target_of(build.target)
     return json_sha256(
         {
             "build": build.key,
             "release": release,
-            "images": [images.base_tag(spec, "runtime"), images.build_tag(spec)],
+            "images": [images.runtime_tag(spec, target), images.build_tag(spec, target)],
             "driver": driver_code_digest(),
         }
     )
 
 
-def _probe(tree: Path, ws: Workspace) -> dict:
+def _probe(tree: Path, target: Target, ws: Workspace) -> dict:
     """The interpreter's own account of itself (pyfreight/in_container/describe_python.py)."""
-    image = images.ensure_runtime_image(ws)
+    image = images.ensure_runtime_image(ws, target)
     python = installed_python_name(tree)
     spec = RunSpec(
         image=image,
@@ -175,7 +176,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
     epoch = newest_mtime(ws.downloads / build.source.source.file) or 0
     python = installed_python_name(tree)
     say(f"dist: describing {tree.name}")
-    facts = _probe(tree, ws)
+    facts = _probe(tree, target, ws)
     info = read_build_info(objects)
     missing = sorted(set(info.modules) - set(facts["builtin_module_names"]))
     if missing:
@@ -237,7 +238,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
         write_tar(install_only, _install_members(tree), epoch, compression=INSTALL_ONLY.compression)
 
         stripped_tree = _stripped_copy(
-            tree, scratch / "stripped", document["python_stdlib_test_packages"], ws
+            tree, scratch / "stripped", document["python_stdlib_test_packages"], target, ws
         )
         say(f"dist: writing {stripped.name}")
         write_tar(
@@ -264,7 +265,7 @@ def _sbom(
         for link in variant["links"]
         if link["name"] in libraries
     }
-    image = images.ensure_images(ws)
+    image = images.ensure_images(ws, target_of(build.target))
     return sbom.checked(
         sbom.make_sbom(
             archive_name=archive_name,
@@ -298,7 +299,7 @@ def _install_members(tree: Path) -> Members:
     return [("python", tree)] + [(f"python/{p}", tree / p) for p in kept]
 
 
-def _stripped_copy(tree: Path, dest: Path, test_packages: list[str], ws: Workspace) -> Path:
+def _stripped_copy(tree: Path, dest: Path, test_packages: list[str], target: Target, ws: Workspace) -> Path:
     """A copy of the tree without debug information (llvm-strip --strip-debug in the
     build container) and without the stdlib's test packages."""
     shutil.copytree(tree, dest, symlinks=True)
@@ -306,7 +307,7 @@ def _stripped_copy(tree: Path, dest: Path, test_packages: list[str], ws: Workspa
     for package in test_packages:
         shutil.rmtree(stdlib / package.replace(".", "/"), ignore_errors=True)
     elf_files = [f.path for f in tree_elf_facts(dest)]
-    image = images.ensure_images(ws)
+    image = images.ensure_images(ws, target)
     spec = RunSpec(
         image=image.image_id,
         command=[f"llvm-strip-{toolchain.LLVM}", "--strip-debug", *elf_files],

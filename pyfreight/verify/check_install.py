@@ -8,7 +8,12 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from pyfreight.container.images import base_tag, ensure_debian_python_image, ensure_runtime_image, load_spec
+from pyfreight.container.images import (
+    ensure_debian_python_image,
+    ensure_runtime_image,
+    load_spec,
+    runtime_tag,
+)
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import CPythonBuild
 from pyfreight.cpython.relocate import installed_python_name
@@ -18,6 +23,7 @@ from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.records import driver_code_digest, record_matches, write_record
+from pyfreight.targets import target as target_of
 from pyfreight.verify.test_suite import TEST_SUITE_FILE, load_test_suite
 
 CHECK_SCRIPT = IN_CONTAINER_DIR / "interpreter_checks.py"
@@ -75,12 +81,13 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
         raise PyfreightError(
             f"{tree} has no test package (install_only_stripped archives leave it out): use --tests none"
         )
-    facts, problems = check_tree(tree, tree_target(tree / "bin" / python))
+    target = tree_target(tree / "bin" / python)
+    facts, problems = check_tree(tree, target)
     newest = max((f.glibc for f in facts if f.glibc), default=None)
     say(f"ELF files: {len(facts)}; newest GLIBC needed: {'.'.join(map(str, newest or ()))}")
     for problem in problems:
         print(f"FAIL  {problem}")
-    image = ensure_runtime_image(ws)
+    image = ensure_runtime_image(ws, target)
     script = (
         f'set -eu; ln -s "{MOUNT}/bin/{python}" /usr/local/bin/pf-python; '
         # through a symlink from another directory, from another working directory
@@ -118,7 +125,7 @@ def check_build(build: CPythonBuild, ws: Workspace, tests: str = "subset") -> bo
         {
             "build": build.key,
             "tests": tests,
-            "runtime_image": base_tag(load_spec(), "runtime"),
+            "runtime_image": runtime_tag(load_spec(), target_of(build.target)),
             "driver": driver_code_digest(),
             "test_suite": file_sha256(TEST_SUITE_FILE),
         }

@@ -13,6 +13,7 @@ from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.dist.flavours import recognise
 from pyfreight.dist.python_json import checked_document
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.elf import tree_target
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
@@ -49,7 +50,7 @@ def check_distribution(
             script = f"{MOUNT}/{document['run_tests']}"
             python = f"{MOUNT}/{document['python_exe']}"
             spec = RunSpec(
-                image=ensure_runtime_image(ws),
+                image=ensure_runtime_image(ws, tree_target(root / document["python_exe"])),
                 command=[python, script, *RUN_TESTS_ARGS],
                 what="the run_tests entry",
                 output="terminal",
