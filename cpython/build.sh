@@ -29,6 +29,8 @@ export PKG_CONFIG="pkg-config --static"
 # the HACL* hash code shared by _blake2, _hmac and _sha* once, from static archives.
 export MODULE_BUILDTYPE=static
 mapfile -t args <<< "$CONFIGURE_ARGS"
+# A cross build (the driver gave --host): the build machine is this container's own.
+if printf '%s\n' "${args[@]}" | grep -q '^--host='; then args+=("--build=$(./config.guess)"); fi
 ./configure "${args[@]}"
 if [ -n "${PGO_PROFILE:-}" ]; then
   # A saved profile: put it where the profile-use step reads it and mark the

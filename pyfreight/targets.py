@@ -39,7 +39,15 @@ class Target:
     system_libraries: frozenset[str]  # what PYTHON.json's links may name as system libraries
     recipe_env: MappingProxyType[str, str]  # given to every dependency's build.sh
     emulator: str | None  # None: runs natively here; else the binfmt_misc emulator
+    # CPython configure's answers for a cross build (cache variables), from the data
+    cpython_configure_answers: MappingProxyType[str, str]
     is_default: bool = False
+
+    @property
+    def native(self) -> bool:
+        """Whether this machine builds and runs the target's code as its own; any other
+        target is cross-compiled and its programs run through the emulator."""
+        return self.emulator is None
 
     @property
     def ceiling_text(self) -> str:
@@ -65,6 +73,7 @@ class Target:
             system_libraries=frozenset(data["libc"]["system_libraries"]),
             recipe_env=MappingProxyType(dict(data["recipe_env"])),
             emulator=None if run == "native" else run["emulator"],
+            cpython_configure_answers=MappingProxyType(dict(data.get("cpython_configure_answers", {}))),
             is_default=bool(data.get("default", False)),
         )
 
@@ -102,6 +111,17 @@ def all_targets() -> MappingProxyType[str, Target]:
 
 def default_target() -> Target:
     return next(t for t in all_targets().values() if t.is_default)
+
+
+def build_machine_target() -> Target:
+    """The target whose interpreter runs the build of the others (their build python):
+    the default one, which must be this machine's own."""
+    found = default_target()
+    if not found.native:
+        raise PyfreightError(
+            f"the default target {found.triple} does not run natively here; a cross build needs one that does"
+        )
+    return found
 
 
 def emulators() -> list[str]:

@@ -45,6 +45,10 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
     clang_triple = target.clang_triple
     cc = f"clang-{LLVM} --target={clang_triple} --sysroot={SYSROOT}"
     cxx = f"clang++-{LLVM} --target={clang_triple} --sysroot={SYSROOT}"
+    # A foreign target's programs (configure's test programs, tools a build makes and
+    # runs) run through its emulator, which finds their loader and C library in the
+    # sysroot: the build image has only its own.
+    emulation = {} if target.emulator is None else {"QEMU_LD_PREFIX": SYSROOT}
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp",
@@ -73,6 +77,7 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
         # Only our own .pc files: never the build image's (bookworm) ones.
         "PKG_CONFIG_LIBDIR": f"{PREFIX}/lib/pkgconfig:{PREFIX}/share/pkgconfig",
         "PKG_CONFIG_PATH": "",
+        **emulation,
         **target.recipe_env,
     }
 

@@ -4,7 +4,7 @@ import pytest
 
 from pyfreight.cpython.options import BuildOptions, compiler_env, configure_args
 from pyfreight.errors import PyfreightError
-from pyfreight.targets import default_target
+from pyfreight.targets import all_targets, default_target
 
 
 @pytest.mark.parametrize(
@@ -19,7 +19,7 @@ from pyfreight.targets import default_target
     ],
 )
 def test_configure_args_per_option(text, expected, absent):
-    args = configure_args("3.14.7", BuildOptions.parse(text))
+    args = configure_args("3.14.7", BuildOptions.parse(text), default_target())
     for arg in expected:
         assert arg in args
     for arg in absent:
@@ -29,15 +29,19 @@ def test_configure_args_per_option(text, expected, absent):
 
 
 def test_tail_call_interpreter_only_from_3_14():
-    assert "--with-tail-call-interp" in configure_args("3.14.7", BuildOptions.parse("noopt"))
-    assert "--with-tail-call-interp" not in configure_args("3.13.15", BuildOptions.parse("noopt"))
+    assert "--with-tail-call-interp" in configure_args(
+        "3.14.7", BuildOptions.parse("noopt"), default_target()
+    )
+    assert "--with-tail-call-interp" not in configure_args(
+        "3.13.15", BuildOptions.parse("noopt"), default_target()
+    )
 
 
 def test_bad_options_are_named():
     with pytest.raises(PyfreightError, match="unknown build option 'fast'"):
         BuildOptions.parse("fast")
     with pytest.raises(PyfreightError, match=r"3\.13 or newer"):
-        configure_args("3.12.9", BuildOptions.parse("freethreaded+noopt"))
+        configure_args("3.12.9", BuildOptions.parse("freethreaded+noopt"), default_target())
 
 
 def test_recorded_flags_are_host_safe():
@@ -70,8 +74,10 @@ def test_modifiers_change_the_flags_they_name():
     assert "-fstack-protector" in ssp["CFLAGS"].split() and "-fstack-protector-strong" not in ssp["CFLAGS"]
     nocet = compiler_env(BuildOptions.parse("pgo+lto+nocet"), default_target())
     assert "-fcf-protection" in default["CFLAGS"] and "-fcf-protection" not in nocet["CFLAGS"]
-    assert "--with-lto=full" in configure_args("3.14.7", BuildOptions.parse("pgo+lto+fulllto"))
-    assert "--with-lto=thin" in configure_args("3.14.7", BuildOptions.parse("lto"))
+    assert "--with-lto=full" in configure_args(
+        "3.14.7", BuildOptions.parse("pgo+lto+fulllto"), default_target()
+    )
+    assert "--with-lto=thin" in configure_args("3.14.7", BuildOptions.parse("lto"), default_target())
     # every hardening the issue keeps stays whatever the modifiers say
     for env in (default, pie, ssp, nocet):
         assert "-D_FORTIFY_SOURCE=2" in env["CFLAGS"] and "-z,now" in env["LDFLAGS"]
@@ -107,3 +113,22 @@ def test_schema_accepts_every_modifier_and_nothing_else():
         jsonschema.validate({"b": f"freethreaded+pgo+lto+{name}"}, field)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"b": "pgo+lto+bogus"}, field)
+
+
+def test_a_foreign_target_is_cross_configured_with_its_answers():
+    """A target this machine does not run natively is configured as a cross build with
+    the build python and the answers of its target file; the native one is not."""
+    foreign = next(t for t in all_targets().values() if not t.native)
+    args = configure_args("3.14.7", BuildOptions.parse("lto"), foreign)
+    assert f"--host={foreign.clang_triple}" in args
+    assert any(a.startswith("--with-build-python=") and a.endswith("/bin/python3.14") for a in args)
+    assert {f"{k}={v}" for k, v in foreign.cpython_configure_answers.items()} <= set(args)
+    native = configure_args("3.14.7", BuildOptions.parse("lto"), default_target())
+    assert not any(a.startswith(("--host=", "--with-build-python=", "ac_cv_")) for a in native)
+
+
+def test_control_flow_protection_is_the_targets_own():
+    for found in all_targets().values():
+        env = compiler_env(BuildOptions.parse("noopt"), found)
+        assert found.control_flow_cflags in env["CFLAGS"]
+        assert found.control_flow_cflags not in compiler_env(BuildOptions.parse("noopt+nocet"), found)["CFLAGS"]

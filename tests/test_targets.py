@@ -69,12 +69,14 @@ def test_file_named_after_another_triple_is_refused(tmp_path):
 
 def test_two_defaults_or_none_are_refused(tmp_path):
     folder = _copy_targets(tmp_path)
-    path = folder / FILES[0].name
+    path = folder / f"{default_target().triple}.yaml"
     data = yaml.safe_load(path.read_text())
     twin = dict(data, triple="riscv64-unknown-linux-gnu", make_name="linux-riscv64")
     (folder / "riscv64-unknown-linux-gnu.yaml").write_text(yaml.safe_dump(twin))
     with pytest.raises(PyfreightError, match=r"exactly one target file must say `default: true` \(found 2"):
         load_targets(folder)
+    for other in folder.glob("*.yaml"):  # no default anywhere
+        other.write_text(yaml.safe_dump(dict(yaml.safe_load(other.read_text()), default=False)))
     path.write_text(yaml.safe_dump(dict(data, default=False)))
     twin["default"] = False
     (folder / "riscv64-unknown-linux-gnu.yaml").write_text(yaml.safe_dump(twin))

@@ -31,7 +31,7 @@ from pyfreight.logs import say
 from pyfreight.paths import REPO_ROOT, Workspace
 from pyfreight.records import record_matches, write_record
 from pyfreight.sources.fetch import fetch_source
-from pyfreight.targets import Target
+from pyfreight.targets import Target, build_machine_target
 
 CPYTHON_DIR = REPO_ROOT / "cpython"
 # Our patches to CPython's sources, each naming in its header (`Versions: 3.14 3.15`)
@@ -96,8 +96,13 @@ def build_cpython(
     extension_data = load_extension_data()
     setup_local = render_setup_local(modules, extension_data, origin)
     deps = build_deps(required_recipes(modules, extension_data), target, ws, parallel=2, jobs=jobs)
+    build_python = None
+    if not target.native:
+        machine = build_machine_target()
+        say(f"cpython {src.version} {options}: for {target.triple}; build python: {machine.triple} noopt")
+        build_python = build_cpython(minor, "noopt", machine, ws, jobs)
     image = images.ensure_images(ws, target)
-    job = _cpython_job(src, options, target, setup_local, deps.artifacts, pgo_profile)
+    job = _cpython_job(src, options, target, setup_local, deps.artifacts, pgo_profile, build_python)
     key = job_key(job, image, target)
 
     stem = f"cpython-{src.version}-{options}-{target.triple}".replace("+", "_")
@@ -160,6 +165,7 @@ def _cpython_job(
     setup_local: str,
     artifacts: Mapping[str, Artifact],
     pgo_profile: Path | None,
+    build_python: CPythonBuild | None,
 ) -> BuildJob:
     """CPython as a recipe: cpython/'s build files plus the generated Setup.local (and a
     saved profile) and our patches for its version, the pinned source, every dependency
@@ -180,18 +186,23 @@ def _cpython_job(
         "INSTALL_DIR": INSTALL_PREFIX,  # not INSTALL: configure reads that as a program
         "PY_TARBALL": src.source.file,
         "PY_TOPDIR": src.top_dir,
-        "CONFIGURE_ARGS": "\n".join(configure_args(src.version, options)),
+        "CONFIGURE_ARGS": "\n".join(configure_args(src.version, options, target)),
         "OUTPUT_DIR": OUTPUT_DIR,
         "PGO_PROFILE": PGO_PROFILE_INPUT if pgo_profile else "",
     }
+    dependency_keys = {name: a.key for name, a in sorted(artifacts.items())}
+    dependency_artifacts = [artifacts[name].path for name in sorted(artifacts)]
+    if build_python is not None:  # a cross build's build python (options.BUILD_PYTHON_PREFIX)
+        dependency_keys["<build-python>"] = build_python.key
+        dependency_artifacts.append(build_python.artifact)
     return BuildJob(
         name="cpython",
         version=src.version,
         sources=[src.source],
         files=files,
         env=env,
-        dependency_keys={name: a.key for name, a in sorted(artifacts.items())},
-        dependency_artifacts=[artifacts[name].path for name in sorted(artifacts)],
+        dependency_keys=dependency_keys,
+        dependency_artifacts=dependency_artifacts,
         outputs=[INSTALL_PREFIX, OUTPUT_DIR],
         # the host-side rewriting of the installed tree is part of the product
         host_code={"relocate.py": Path(relocate.__file__)},

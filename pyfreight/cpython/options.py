@@ -11,6 +11,9 @@ from pyfreight.targets import Target
 
 BASE_OPTIONS = ("noopt", "debug", "lto", "pgo", "pgo+lto")
 INSTALL_PREFIX = "/install"  # inside the container; scrubbed from the installed tree
+# A cross build's build python: the build machine's CPython artifact of the same version,
+# unpacked into the prefix with the dependencies (its members are install/…).
+BUILD_PYTHON_PREFIX = f"{toolchain.PREFIX}/install"
 
 
 @dataclass(frozen=True)
@@ -111,8 +114,9 @@ def _minor(version: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def configure_args(version: str, options: BuildOptions) -> list[str]:
-    """./configure arguments for CPython `version` (e.g. "3.14.7") built with `options`."""
+def configure_args(version: str, options: BuildOptions, target: Target) -> list[str]:
+    """./configure arguments for CPython `version` (e.g. "3.14.7") built with `options`
+    for `target` (cpython/build.sh adds --build for a cross build)."""
     minor = _minor(version)
     if options.freethreaded and minor < (3, 13):
         raise PyfreightError(f"free-threading needs CPython 3.13 or newer, not {version}")
@@ -136,6 +140,15 @@ def configure_args(version: str, options: BuildOptions) -> list[str]:
         args.append("--with-lto=full" if options.codegen.full_lto else "--with-lto=thin")
     if options.freethreaded:
         args.append("--disable-gil")
+    if not target.native:
+        # Cross-compiled: generated files, compileall and ensurepip run on the build
+        # python; configure takes from the target data what it would have to run
+        # target programs to find out.
+        args += [
+            f"--host={target.clang_triple}",
+            f"--with-build-python={BUILD_PYTHON_PREFIX}/bin/python{minor[0]}.{minor[1]}",
+            *(f"{name}={value}" for name, value in sorted(target.cpython_configure_answers.items())),
+        ]
     if minor >= (3, 14) and options.base != "debug":
         # clang 19's musttail: the interpreter's opcode handlers call each other.
         args.append("--with-tail-call-interp")
