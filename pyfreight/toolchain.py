@@ -47,8 +47,10 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
     cxx = f"clang++-{LLVM} --target={clang_triple} --sysroot={SYSROOT}"
     # A foreign target's programs (configure's test programs, tools a build makes and
     # runs) run through its emulator, which finds their loader and C library in the
-    # sysroot: the build image has only its own.
-    emulation = {} if target.emulator is None else {"QEMU_LD_PREFIX": SYSROOT}
+    # sysroot: the build image has only its own. CROSS_HOST, set only then, is what
+    # recipes give configure as --host, so that sources chosen by CPU (libffi's) are
+    # the target's; configure still runs its test programs, through the emulator.
+    emulation = {} if target.native else {"QEMU_LD_PREFIX": SYSROOT, "CROSS_HOST": clang_triple}
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp",

@@ -131,4 +131,6 @@ def test_control_flow_protection_is_the_targets_own():
     for found in all_targets().values():
         env = compiler_env(BuildOptions.parse("noopt"), found)
         assert found.control_flow_cflags in env["CFLAGS"]
-        assert found.control_flow_cflags not in compiler_env(BuildOptions.parse("noopt+nocet"), found)["CFLAGS"]
+        assert (
+            found.control_flow_cflags not in compiler_env(BuildOptions.parse("noopt+nocet"), found)["CFLAGS"]
+        )

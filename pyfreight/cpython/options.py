@@ -172,6 +172,10 @@ def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
     our prefix, path mapping) in the *_NODIST variables sysconfig does not pass on."""
     env = toolchain.build_environment(target, jobs=1, source_date_epoch=0)
     cflags, ldflags = recorded_flags(options.codegen, target)
+    if not target.native:
+        # configure links its test programs with LDFLAGS alone, and the build image's
+        # GNU ld links only for its own machine (relocate drops the flag from the tree).
+        ldflags = f"-fuse-ld=lld {ldflags}"
     # --exclude-libs: nothing of a static library (OpenSSL's assembly routines ignore
     # -fvisibility=hidden) is exported from the interpreter, whose own objects stay
     # exported (-export-dynamic) for extension modules. -no-pie links the executables

@@ -19,6 +19,7 @@ from pyfreight.targets import Target, all_targets
 @dataclass(frozen=True)
 class ElfFacts:
     path: str
+    machine: str  # e_machine, as pyelftools names it
     needed: tuple[str, ...]
     glibc: tuple[int, ...] | None  # newest GLIBC_x.y version needed
 
@@ -45,7 +46,8 @@ def elf_facts(path: Path, root: Path) -> ElfFacts | None:
                         for aux in auxes
                         if aux.name.startswith("GLIBC_") and aux.name[6:7].isdigit()
                     ]
-    return ElfFacts(str(path.relative_to(root)), tuple(needed), max(versions) if versions else None)
+        machine = elf["e_machine"]
+    return ElfFacts(str(path.relative_to(root)), machine, tuple(needed), max(versions) if versions else None)
 
 
 def tree_elf_facts(root: Path) -> list[ElfFacts]:
@@ -61,6 +63,8 @@ def check_tree(root: Path, target: Target) -> tuple[list[ElfFacts], list[str]]:
     """All ELF files below root, and the problems found among them for `target`."""
     facts, problems = tree_elf_facts(root), []
     for f in facts:
+        if f.machine != target.elf_machine:
+            problems.append(f"{f.path}: is {f.machine}, not {target.elf_machine}")
         extra = sorted(set(f.needed) - target.allowed_needed)
         if extra:
             problems.append(f"{f.path}: needs {', '.join(extra)}")

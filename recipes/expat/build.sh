@@ -3,7 +3,7 @@ cd libexpat-R_2_8_3/expat
 # A snapshot of the git tag: configure is generated here (autoreconf).
 ./buildconf.sh
 # Only the library: no xmlwf program, examples, tests, or DocBook man page.
-./configure --prefix="$PREFIX" --disable-shared --enable-static \
+./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --disable-shared --enable-static \
   --without-docbook --without-examples --without-tests --without-xmlwf
 make -j"$JOBS"
 make install

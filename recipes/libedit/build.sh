@@ -6,7 +6,7 @@ cd libedit-20250104-3.1
 sed -i 's/-lncurses\b/-lncursesw/g' configure
 # ncursesw keeps its headers (curses.h, term.h, termcap.h) in include/ncursesw/.
 # --disable-examples: the demo programs are not shipped.
-./configure --prefix="$PREFIX" --disable-shared --enable-static --disable-examples \
+./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --disable-shared --enable-static --disable-examples \
   CPPFLAGS="$CPPFLAGS -I$PREFIX/include/ncursesw"
 make -j"$JOBS"
 make install

@@ -5,7 +5,7 @@ cd libffi-3.5.2
 # --disable-docs: the texinfo manual is not shipped (and needs makeinfo).
 # --disable-multi-os-directory: install into lib/, not lib/../lib64 as
 #   "$CC -print-multi-os-directory" would choose.
-./configure --prefix="$PREFIX" --disable-shared --enable-static \
+./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --disable-shared --enable-static \
   --disable-docs --disable-multi-os-directory
 make -j"$JOBS"
 make install

@@ -5,7 +5,7 @@ cd util-linux-2.41.5
 # --localstatedir/--runstatedir: compiled into libuuid as the host's paths of its
 #   clock file (/var/lib/libuuid/clock.txt) and uuidd socket (/run/uuidd/request),
 #   which would otherwise point into $PREFIX.
-./configure --prefix="$PREFIX" --localstatedir=/var --runstatedir=/run \
+./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --localstatedir=/var --runstatedir=/run \
   --disable-shared --enable-static --disable-all-programs --enable-libuuid \
   --disable-nls --disable-asciidoc --disable-poman --disable-bash-completion \
   --disable-makeinstall-chown --without-python --without-systemd --without-udev \

@@ -5,7 +5,7 @@ cd libX11-1.8.12
 # --disable-specs, --without-xmlto/--without-fop: no documentation tools in the image.
 # --disable-loadable-i18n: input methods are compiled in, no .so modules.
 # --disable-xf86bigfont: an obsolete font-over-shared-memory extension Tk never needs.
-./configure --prefix="$PREFIX" --disable-shared --enable-static \
+./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --disable-shared --enable-static \
   --disable-specs --without-xmlto --without-fop --without-xsltproc \
   --disable-loadable-i18n --disable-xf86bigfont
 make -j"$JOBS"

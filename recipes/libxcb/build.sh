@@ -6,7 +6,7 @@ export PYTHONDONTWRITEBYTECODE=1
 # Only the core protocol library: libX11 (and so Tk) needs no XCB extension library.
 exts="composite damage dbe dpms dri2 dri3 glx present randr record render resource
       screensaver shape shm sync xfixes xfree86-dri xinerama xinput xkb xtest xv xvmc"
-./configure --prefix="$PREFIX" --disable-shared --enable-static \
+./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --disable-shared --enable-static \
   --disable-devel-docs --without-doxygen PYTHON=python3 \
   $(for e in $exts; do printf -- '--disable-%s ' "$e"; done)
 make -j"$JOBS"

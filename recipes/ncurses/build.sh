@@ -10,7 +10,7 @@ cd ncurses-6.5-20250216
 #   stores as regular files, instead of absolute symlinks.
 # cf_cv_ar_flags: configure would pick "ar -curvU", which stamps build times into
 #   the .a files; D (deterministic) keeps them reproducible.
-cf_cv_ar_flags=-crvD ./configure --prefix="$PREFIX" --enable-widec \
+cf_cv_ar_flags=-crvD ./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --enable-widec \
   --without-shared --without-cxx --without-cxx-binding --without-ada \
   --without-manpages --without-tests --without-debug \
   --enable-pc-files --with-pkg-config-libdir="$PREFIX/lib/pkgconfig" --disable-pkg-ldflags \

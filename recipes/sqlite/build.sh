@@ -9,7 +9,7 @@ cd sqlite3-3.53.4
 # CC_FOR_BUILD: the image has no "cc" to build jimsh0 with; use clang-19 for the
 #   build machine (CC without its --target/--sysroot).
 CFLAGS="$CFLAGS -DSQLITE_ENABLE_FTS3_PARENTHESIS" CC_FOR_BUILD="${CC%% *}" \
-./configure --prefix="$PREFIX" --disable-shared --enable-static \
+./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --disable-shared --enable-static \
   --disable-tcl --disable-readline \
   --fts3 --fts4 --fts5 --rtree --geopoly --dbstat
 make -j"$JOBS" libsqlite3.a

@@ -2,7 +2,7 @@ tar xf "$SRC/tcl8.6_8.6.18+dfsg.orig.tar.gz"
 cd tcl8.6.18/unix
 # --disable-shared: libtcl8.6.a (and its stub library). zlib comes from our zlib
 # recipe, found through CPPFLAGS/LDFLAGS. The +dfsg tarball has no pkgs/ to build.
-./configure --prefix="$PREFIX" --disable-shared --enable-threads
+./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --disable-shared --enable-threads
 make -j"$JOBS" binaries libraries
 # Library, tclsh, tclConfig.sh, tcl.pc, script library (with tzdata and msgs) and
 # public headers; no man pages.

@@ -4,7 +4,7 @@ cd tk8.6.18/unix
 # needs libxcb and libXau.
 # --disable-xft: no freetype/fontconfig/Xft here (core X fonts are used).
 # --disable-xss: no libXss (screen saver extension) here.
-./configure --prefix="$PREFIX" --disable-shared --enable-threads \
+./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --disable-shared --enable-threads \
   --with-tcl="$PREFIX/lib" --x-includes="$PREFIX/include" --x-libraries="$PREFIX/lib" \
   --disable-xft --disable-xss LIBS="-lxcb -lXau"
 make -j"$JOBS" binaries libraries

@@ -2,7 +2,7 @@ tar xf "$SRC/xz-utils_5.8.3.orig.tar.xz"
 cd xz-5.8.3
 # Only liblzma: the command-line tools, scripts, docs and translations are not
 # part of what CPython links.
-./configure --prefix="$PREFIX" --disable-shared --enable-static \
+./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --disable-shared --enable-static \
   --disable-xz --disable-xzdec --disable-lzmadec --disable-lzmainfo \
   --disable-lzma-links --disable-scripts --disable-doc --disable-nls
 make -j"$JOBS"

@@ -1,0 +1,96 @@
+"""A target built here for another machine (targets/*.yaml with `run: {emulator: …}`):
+zlib cross-compiled from an empty build folder in that target's build image, its
+objects of the target's ELF machine, and a program linked against it in the target's
+sysroot that needs no newer C library than the target's ceiling and runs through the
+emulator."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from pyfreight.container.images import ensure_images
+from pyfreight.deps.scheduler import build_deps
+from pyfreight.formats.elf import elf_facts, interpreter_identity
+from pyfreight.paths import Workspace, default_workspace
+from pyfreight.sources.recipes import load_all
+from pyfreight.targets import Target, all_targets
+
+pytestmark = pytest.mark.container
+FOREIGN = [t for t in all_targets().values() if not t.native]
+
+PROGRAM = r"""
+#include <stdio.h>
+#include <zlib.h>
+int main(void) {
+    unsigned char out[64];
+    uLongf size = sizeof out;
+    int rc = compress(out, &size, (const unsigned char *)"pyfreight", 9);
+    printf("%s|%d\n", zlibVersion(), rc == Z_OK && size > 0);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module", params=FOREIGN, ids=[t.triple for t in FOREIGN])
+def cross_zlib(request, tmp_path_factory):
+    target: Target = request.param
+    image = ensure_images(default_workspace(), target)
+    ws = Workspace(tmp_path_factory.mktemp("empty") / "build")
+    downloads = default_workspace().downloads
+    if downloads.is_dir():  # verified downloads as a mirror; they are verified again
+        os.environ["PYFREIGHT_MIRRORS"] = str(downloads)
+    built = build_deps(["zlib"], target, ws, jobs=os.cpu_count() or 1)
+    prefix = tmp_path_factory.mktemp("prefix")
+    with tarfile.open(built.artifacts["zlib"].path) as tar:
+        tar.extractall(prefix, filter="tar")
+    return target, image, built, prefix
+
+
+def _in_build_image(image, prefix: Path, script: str, env: dict[str, str] | None = None) -> str:
+    flags = [x for k, v in (env or {}).items() for x in ("-e", f"{k}={v}")]
+    user = f"{os.getuid()}:{os.getgid()}"
+    command = ["docker", "run", "--rm", "--network", "none", "--user", user, *flags, "-v", f"{prefix}:/p"]
+    proc = subprocess.run(
+        [*command, "-w", "/p", image.tag, "bash", "-euo", "pipefail", "-c", script],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_zlib_was_built_for_the_target(cross_zlib):
+    target, image, built, prefix = cross_zlib
+    assert built.built == ["zlib"]
+    assert target.triple in built.artifacts["zlib"].path.name
+    _in_build_image(image, prefix, "mkdir objs && cd objs && llvm-ar-19 x ../lib/libz.a")
+    objects = sorted((prefix / "objs").glob("*.o"))
+    assert len(objects) > 10
+    for obj in objects:
+        with obj.open("rb") as fh:
+            elf = ELFFile(fh)
+            assert (elf["e_machine"], elf["e_type"]) == (target.elf_machine, "ET_REL"), obj
+
+
+def test_a_program_linked_against_it_stays_under_the_ceiling_and_runs_emulated(cross_zlib):
+    target, image, _, prefix = cross_zlib
+    (prefix / "t.c").write_text(PROGRAM)
+    out = _in_build_image(
+        image,
+        prefix,
+        f"clang-19 --target={target.clang_triple} --sysroot=/sysroot -fuse-ld=lld -O2 -Iinclude t.c "
+        "-o t -Llib -lz && ./t",
+        # the program runs through the emulator, which finds its loader in the sysroot
+        env={"QEMU_LD_PREFIX": "/sysroot"},
+    )
+    assert out.strip() == f"{load_all()['zlib'].version}|1"
+    facts = elf_facts(prefix / "t", prefix)
+    assert facts is not None and facts.machine == target.elf_machine
+    assert facts.glibc is not None and facts.glibc <= target.libc_ceiling
+    assert interpreter_identity(prefix / "t") == (target.elf_machine, target.loader)
