@@ -41,6 +41,8 @@ class Target:
     emulator: str | None  # None: runs natively here; else the binfmt_misc emulator
     # CPython configure's answers for a cross build (cache variables), from the data
     cpython_configure_answers: MappingProxyType[str, str]
+    cross_cc: str | None  # a compiler here that links for the target (embed --cc)
+    cross_cc_packages: tuple[str, ...]  # the Debian packages providing it
     is_default: bool = False
 
     @property
@@ -74,6 +76,8 @@ class Target:
             recipe_env=MappingProxyType(dict(data["recipe_env"])),
             emulator=None if run == "native" else run["emulator"],
             cpython_configure_answers=MappingProxyType(dict(data.get("cpython_configure_answers", {}))),
+            cross_cc=data.get("cross_cc", {}).get("command"),
+            cross_cc_packages=tuple(data.get("cross_cc", {}).get("debian_packages", ())),
             is_default=bool(data.get("default", False)),
         )
 
@@ -127,6 +131,13 @@ def build_machine_target() -> Target:
 def emulators() -> list[str]:
     """The binfmt_misc emulators the targets need (scripts/ensure-emulators.sh)."""
     return sorted({t.emulator for t in all_targets().values() if t.emulator})
+
+
+def cross_compilers() -> list[str]:
+    """`COMMAND:PACKAGE,…` for each target's cross compiler (scripts/setup.sh)."""
+    return sorted(
+        f"{t.cross_cc}:{','.join(t.cross_cc_packages)}" for t in all_targets().values() if t.cross_cc
+    )
 
 
 def known_names() -> str:

@@ -49,6 +49,13 @@ command -v gcc >/dev/null 2>&1 || apt_install gcc libc6-dev
 command -v clang-19 >/dev/null 2>&1 && command -v ld.lld-19 >/dev/null 2>&1 \
   && command -v llvm-ar-19 >/dev/null 2>&1 || apt_install clang-19 lld-19 llvm-19
 command -v strace >/dev/null 2>&1 || apt_install strace
+# Compilers that link for the cross-compiled targets (targets/*.yaml `cross_cc`), for
+# `pyfreight embed` of their archives.
+for entry in $(.venv/bin/python -c 'import pyfreight.targets as t; print(*t.cross_compilers())'); do
+  packages=${entry#*:}
+  # shellcheck disable=SC2086  # one word per package
+  command -v "${entry%%:*}" >/dev/null 2>&1 || apt_install ${packages//,/ }
+done
 # Emulators for the targets that do not run natively here (targets/*.yaml `run`).
 # shellcheck disable=SC2046  # one word per emulator name
 scripts/ensure-emulators.sh $(.venv/bin/python -c 'import pyfreight.targets as t; print(*t.emulators())')

@@ -14,6 +14,7 @@ from pyfreight.dist.python_json import checked_document
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.logs import say
+from pyfreight.targets import Target, target
 
 # Compiler flags a PYTHON.json may ask for config.c. Not accepted, by design: -wrapper,
 # -B, -fplugin, @file, -specs, -Xclang, -Wl/-Wa/-Wp (they run or load other programs, or
@@ -48,6 +49,12 @@ class OpenedArchive:
     @property
     def python_exe(self) -> Path:
         return self.path(self.document["python_exe"])
+
+    @property
+    def target(self) -> Target:
+        """The target the archive was built for (its PYTHON.json target_triple); one
+        targets/*.yaml does not describe is refused by name."""
+        return target(self.document["target_triple"])
 
     @property
     def pie(self) -> bool:

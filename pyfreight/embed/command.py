@@ -8,6 +8,7 @@ container runs; the host's C compiler does the work."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from pyfreight.embed.memory import PackOptions, link_memory_importer
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits
 from pyfreight.logs import say
+from pyfreight.targets import Target
 
 MAIN_SOURCE = """\
 /* The interpreter's main(), as CPython's Programs/python.c. */
@@ -26,6 +28,16 @@ MAIN_SOURCE = """\
 
 int main(int argc, char **argv) { return Py_BytesMain(argc, argv); }
 """
+
+
+def _check_cross_compiler(target: Target, cc: str | None, archive: Path) -> None:
+    """An archive for a machine other than this one links with a compiler for that
+    machine, which only the user can name: the host's cc would fail on the first object."""
+    if target.native or cc or os.environ.get("CC"):
+        return
+    packages = " ".join(target.cross_cc_packages)
+    hint = f", e.g. --cc {target.cross_cc} (Debian: apt-get install {packages})" if target.cross_cc else ""
+    raise PyfreightError(f"{archive.name} is for {target.triple}: name a compiler that links for it{hint}")
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,7 @@ def embed(
                 "--memory-importer builds an executable; it does not combine with --emit-lib"
             )
         archive = open_archive(archive_path, work / "archive", whole_tree=memory is not None, limits=limits)
+        _check_cross_compiler(archive.target, cc, archive_path)
         if pie is None:
             pie = archive.pie
         extra = ([] if pie else ["-no-pie"]) + (["-Wl,--strip-debug"] if strip else [])

@@ -1,0 +1,80 @@
+"""A cross-compiled target's archives, made and used as a user would: `pyfreight build
+--target …` (dependencies, CPython cross-built with the default target's noopt build as
+build python, check-install under the emulator, the three archives), then `validate`,
+`test-dist` of the stripped archive under the emulator, and `pyfreight embed` with the
+target's cross compiler, whose interpreter runs through the emulator."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pyfreight.formats.elf import interpreter_identity
+from pyfreight.formats.tarball import extract
+from pyfreight.targets import Target, all_targets
+from tests.conftest import pyfreight_cli
+
+pytestmark = pytest.mark.container
+FOREIGN = [t for t in all_targets().values() if not t.native]
+
+
+@pytest.fixture(scope="module", params=FOREIGN, ids=[t.triple for t in FOREIGN])
+def archives(request, tmp_path_factory) -> tuple[Target, dict[str, Path]]:
+    target: Target = request.param
+    dist = tmp_path_factory.mktemp("dist")
+    proc = pyfreight_cli(
+        "build", "--python", "3.14", "--target", target.make_name, "--options", "noopt",
+        PYFREIGHT_DIST_DIR=str(dist),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "check-install" in proc.stdout + proc.stderr
+    found = {p.name.rsplit("-", 1)[-1]: p for p in dist.iterdir()}
+    assert set(found) == {"full.tar.zst", "install_only.tar.gz", "install_only_stripped.tar.gz"}, found
+    assert all(target.triple in p.name for p in found.values())
+    return target, found
+
+
+def test_the_archives_validate(archives):
+    _, found = archives
+    proc = pyfreight_cli("validate", *sorted(found.values()))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("passed") == 3, proc.stdout
+
+
+def test_the_stripped_archive_runs_under_the_emulator(archives):
+    _, found = archives
+    proc = pyfreight_cli("test-dist", found["install_only_stripped.tar.gz"])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "FAIL" not in proc.stdout, proc.stdout
+
+
+def test_embed_needs_a_compiler_for_the_target(archives, tmp_path):
+    target, found = archives
+    proc = pyfreight_cli("embed", found["full.tar.zst"], "-o", tmp_path / "python", CC="")
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: {found['full.tar.zst'].name} is for {target.triple}: name a compiler that links for it, "
+        f"e.g. --cc {target.cross_cc} (Debian: apt-get install {' '.join(target.cross_cc_packages)})"
+    )
+
+
+def test_embed_with_the_cross_compiler_runs_under_the_emulator(archives, tmp_path):
+    target, found = archives
+    out = tmp_path / "python-embedded"
+    proc = pyfreight_cli("embed", found["full.tar.zst"], "-o", out, "--cc", target.cross_cc)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert interpreter_identity(out) == (target.elf_machine, target.loader)
+    # Beside the stdlib of the install tree, run through the emulator, which finds the
+    # loader and C library the cross compiler linked against below its sysroot.
+    extract(found["install_only.tar.gz"], tmp_path / "tree")
+    installed = tmp_path / "tree" / "python" / "bin" / out.name
+    out.rename(installed)
+    libc = subprocess.run([target.cross_cc, "-print-file-name=libc.so.6"], capture_output=True, text=True)
+    env = {"PATH": os.environ["PATH"], "QEMU_LD_PREFIX": str(Path(libc.stdout.strip()).parent.parent)}
+    probe = "import platform, sqlite3, ssl, zlib, _ctypes; print(platform.machine(), sqlite3.sqlite_version)"
+    ran = subprocess.run([installed, "-I", "-c", probe], capture_output=True, text=True, env=env, timeout=600)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split()[0] == target.python_platform_tag.split("-")[-1]
