@@ -30,7 +30,7 @@ class Target:
     python_platform_tag: str  # sysconfig.get_platform() of the built interpreter
     debian_architecture: str  # of the sysroot's packages and of the runtime image
     sysroot: MappingProxyType[str, Any]  # suite, variant, pinned packages, kept paths
-    control_flow_cflags: str  # the target's control-flow protection (-fcf-protection on x86_64)
+    control_flow_cflags: str  # the compiler flags of the target's control-flow protection
     elf_machine: str  # pyelftools' e_machine name
     loader: str  # PT_INTERP's file name
     libc: str  # "glibc" or "musl"

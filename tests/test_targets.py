@@ -115,6 +115,10 @@ def _facts(found) -> set[str]:
         found.python_platform_tag,
         found.loader,
         found.elf_machine,
+        found.debian_architecture,
+        found.control_flow_cflags,
+        *([found.emulator] if found.emulator else []),
+        *([found.cross_cc] if found.cross_cc else []),
         *found.recipe_env.values(),
     }
 
@@ -126,8 +130,9 @@ def _grep(facts: set[str], paths: list[str], cwd: Path) -> subprocess.CompletedP
 
 
 def test_no_target_fact_is_written_outside_targets():
-    """The triple, compiler triple, make name, platform tag, loader, ELF machine and
-    recipe settings of every target appear in targets/ only."""
+    """The triple, compiler triple, make name, platform tag, loader, ELF machine, Debian
+    architecture, control-flow flags, emulator, cross compiler and recipe settings of
+    every target appear in targets/ only."""
     facts = set().union(*(_facts(t) for t in all_targets().values()))
     found = _grep(facts, SEARCHED, REPO_ROOT)
     assert found.returncode == 1, f"target facts written outside targets/:\n{found.stdout}"
