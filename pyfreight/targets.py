@@ -39,6 +39,7 @@ class Target:
     system_libraries: frozenset[str]  # what PYTHON.json's links may name as system libraries
     recipe_env: MappingProxyType[str, str]  # given to every dependency's build.sh
     emulator: str | None  # None: runs natively here; else the binfmt_misc emulator
+    emulator_cpu: str | None  # the CPU model the emulator is told (QEMU_CPU)
     # CPython configure's answers for a cross build (cache variables), from the data
     cpython_configure_answers: MappingProxyType[str, str]
     cross_cc: str | None  # a compiler here that links for the target (embed --cc)
@@ -50,6 +51,11 @@ class Target:
         """Whether this machine builds and runs the target's code as its own; any other
         target is cross-compiled and its programs run through the emulator."""
         return self.emulator is None
+
+    @property
+    def emulator_env(self) -> dict[str, str]:
+        """The environment of the target's programs on this machine: the emulator's CPU."""
+        return {"QEMU_CPU": self.emulator_cpu} if self.emulator_cpu else {}
 
     @property
     def ceiling_text(self) -> str:
@@ -75,6 +81,7 @@ class Target:
             system_libraries=frozenset(data["libc"]["system_libraries"]),
             recipe_env=MappingProxyType(dict(data["recipe_env"])),
             emulator=None if run == "native" else run["emulator"],
+            emulator_cpu=None if run == "native" else run.get("cpu"),
             cpython_configure_answers=MappingProxyType(dict(data.get("cpython_configure_answers", {}))),
             cross_cc=data.get("cross_cc", {}).get("command"),
             cross_cc_packages=tuple(data.get("cross_cc", {}).get("debian_packages", ())),

@@ -51,6 +51,7 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
     # recipes give configure as --host, so that sources chosen by CPU (libffi's) are
     # the target's; configure still runs its test programs, through the emulator.
     emulation = {} if target.native else {"QEMU_LD_PREFIX": SYSROOT, "CROSS_HOST": clang_triple}
+    emulation |= target.emulator_env
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp",

@@ -71,7 +71,8 @@ def build_tag(spec: dict, target: Target) -> str:
 
 
 def runtime_tag(spec: dict, target: Target) -> str:
-    return f"pyfreight-runtime:{_digest('runtime', spec['runtime'], target.debian_architecture)}"
+    parts = ("runtime", spec["runtime"], target.debian_architecture, target.emulator_env)
+    return f"pyfreight-runtime:{_digest(*parts)}"
 
 
 def _debootstrap(
@@ -124,12 +125,17 @@ def _ensure_base(spec: dict, ws: Workspace, mirrors: DebianMirrors) -> str:
 
 
 def _ensure_rootfs_image(
-    tag: str, base: dict, ws: Workspace, mirrors: DebianMirrors, architecture: str | None = None
+    tag: str,
+    base: dict,
+    ws: Workspace,
+    mirrors: DebianMirrors,
+    architecture: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> str:
     """A debootstrapped Debian (suite, variant, optional include and script), imported
-    as the image `tag`. A foreign `architecture` is bootstrapped through its emulator
-    (binfmt_misc), and the image keeps the host's platform label: binfmt_misc runs its
-    programs whatever the label says."""
+    as the image `tag`, its containers started with `env`. A foreign `architecture` is
+    bootstrapped through its emulator (binfmt_misc), and the image keeps the host's
+    platform label: binfmt_misc runs its programs whatever the label says."""
     if docker.image_id(tag):
         return tag
     say(f"image {tag}: building")
@@ -149,7 +155,10 @@ def _ensure_rootfs_image(
         )
         (rootfs / "etc/apt/sources.list").write_text(_apt_sources(base["suite"], mirrors))
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-        docker.run_logged(["docker", "import", "-", tag], log, f"docker import {tag}", stdin=tar.stdout)
+        changes = [x for k, v in sorted((env or {}).items()) for x in ("--change", f"ENV {k}={v}")]
+        docker.run_logged(
+            ["docker", "import", *changes, "-", tag], log, f"docker import {tag}", stdin=tar.stdout
+        )
         if tar.wait() != 0:
             raise PyfreightError(f"tar of the {base['suite']} rootfs failed; see {log}")
     return tag
@@ -307,8 +316,9 @@ def ensure_runtime_image(ws: Workspace, target: Target) -> str:
     spec = load_spec()
     tag = runtime_tag(spec, target)
     if not docker.image_id(tag):
-        architecture = target.debian_architecture if target.emulator else None
-        _ensure_rootfs_image(tag, spec["runtime"], ws, find_debian_mirrors(), architecture)
+        architecture = None if target.native else target.debian_architecture
+        mirrors = find_debian_mirrors()
+        _ensure_rootfs_image(tag, spec["runtime"], ws, mirrors, architecture, target.emulator_env)
     return tag
 
 
