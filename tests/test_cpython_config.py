@@ -134,3 +134,19 @@ def test_control_flow_protection_is_the_targets_own():
         assert (
             found.control_flow_cflags not in compiler_env(BuildOptions.parse("noopt+nocet"), found)["CFLAGS"]
         )
+
+
+def test_emulated_runs_also_skip_the_emulators_failures():
+    """Cases qemu-user fails (cpython/test-suite.yaml ignore_emulated) are skipped only for
+    an interpreter run through an emulator; the shared ignore list always."""
+    from pyfreight.verify.check_install import test_suite_command
+    from pyfreight.verify.test_suite import load_test_suite
+
+    suite = load_test_suite()
+    native = test_suite_command("python3", "subset")
+    emulated = test_suite_command("python3", "subset", emulated=True)
+    assert suite["ignore_emulated"]
+    for pattern in suite["ignore"]:
+        assert pattern in native and pattern in emulated
+    for pattern in suite["ignore_emulated"]:
+        assert pattern in emulated and pattern not in native

@@ -31,15 +31,19 @@ MOUNT = "/opt/py freight/python"  # unusual on purpose: a space, and not /instal
 WRITABLE_COPY = "/tmp/py-copy"  # where --tests full copies the tree
 
 
-def test_suite_command(python: str, which: str, has_test: Callable[[str], bool] | None = None) -> list[str]:
+def test_suite_command(
+    python: str, which: str, has_test: Callable[[str], bool] | None = None, emulated: bool = False
+) -> list[str]:
     """`python -m test` (`python` as the container names it) for the subset (or the
     full suite), skipping the ignored cases listed, with their reasons, in
-    cpython/test-suite.yaml. Subset tests `has_test` says this CPython does not have
+    cpython/test-suite.yaml (and, for an interpreter run through an emulator, the cases
+    the emulator fails). Subset tests `has_test` says this CPython does not have
     (test_zstd before 3.14) are left out."""
     data = load_test_suite()
     present = [t for t in sorted(data["subset"]) if has_test is None or has_test(t)]
     args = [python, "-m", "test", "-j2", "--timeout", "900"]
-    for pattern in sorted(data["ignore"]):
+    ignored = data["ignore"] | (data.get("ignore_emulated", {}) if emulated else {})
+    for pattern in sorted(ignored):
         args += ["-i", pattern]
     if which == "subset" and not present:
         raise PyfreightError("none of the subset's tests is in this CPython")
@@ -98,13 +102,17 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
     if tests == "full":
         # Some tests write beside the stdlib (compiled files, test data); the mounted
         # tree is read-only, so the whole suite runs on a writable copy of it.
-        command = shlex.join(test_suite_command(f"{WRITABLE_COPY}/bin/{python}", tests))
+        command = shlex.join(
+            test_suite_command(f"{WRITABLE_COPY}/bin/{python}", tests, emulated=not target.native)
+        )
         script += (
             f' && cp -a "{MOUNT}" {WRITABLE_COPY} && echo "running CPython tests (full, on a writable copy)"'
             f" && cd /tmp && {command}"
         )
     elif tests != "none":
-        command = shlex.join(test_suite_command(f"{MOUNT}/bin/{python}", tests, _has_test(tree, python)))
+        command = shlex.join(
+            test_suite_command(f"{MOUNT}/bin/{python}", tests, _has_test(tree, python), not target.native)
+        )
         script += f" && echo 'running CPython tests ({tests})' && cd /tmp && {command}"
     spec = RunSpec(
         image=image,
