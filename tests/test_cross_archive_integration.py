@@ -1,7 +1,8 @@
 """A cross-compiled target's archives, made and used as a user would: `pyfreight build
 --target …` (dependencies, CPython cross-built with the default target's noopt build as
-build python, check-install under the emulator, the three archives), then `validate`,
-`test-dist` of the stripped archive under the emulator, and `pyfreight embed` with the
+build python, the three archives), then `validate`, `test-dist` of the stripped archive
+under the emulator (every product check; CPython's test subset under emulation takes
+minutes more and is left to the builds themselves), and `pyfreight embed` with the
 target's cross compiler, whose interpreter runs through the emulator."""
 
 from __future__ import annotations
@@ -26,11 +27,10 @@ def archives(request, tmp_path_factory) -> tuple[Target, dict[str, Path]]:
     target: Target = request.param
     dist = tmp_path_factory.mktemp("dist")
     proc = pyfreight_cli(
-        "build", "--python", "3.14", "--target", target.make_name, "--options", "noopt",
+        "build", "--python", "3.14", "--target", target.make_name, "--options", "noopt", "--no-check",
         PYFREIGHT_DIST_DIR=str(dist),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "check-install" in proc.stdout + proc.stderr
     found = {p.name.rsplit("-", 1)[-1]: p for p in dist.iterdir()}
     assert set(found) == {"full.tar.zst", "install_only.tar.gz", "install_only_stripped.tar.gz"}, found
     assert all(target.triple in p.name for p in found.values())
