@@ -166,7 +166,9 @@ def test_venv_through_an_outside_symlink_finds_the_tree(minor, tmp_path, pristin
 def _job(minor: str, patches: Path | None = None, monkeypatch: pytest.MonkeyPatch | None = None):
     if patches is not None and monkeypatch is not None:
         monkeypatch.setattr(build, "CPYTHON_PATCHES_DIR", patches)
-    return _cpython_job(VERSIONS[minor], BuildOptions.parse("noopt"), default_target(), "# Setup\n", {}, None, None)
+    return _cpython_job(
+        VERSIONS[minor], BuildOptions.parse("noopt"), default_target(), "# Setup\n", {}, None, None
+    )
 
 
 def test_the_build_gets_only_its_versions_patches():

@@ -186,3 +186,15 @@ def test_validate_names_a_platform_tag_that_is_not_the_targets(tmp_path):
     ]
     _, unknown = _target_of(tmp_path, "python/install", "sparc64-unknown-linux-gnu", {})
     assert "unknown target sparc64-unknown-linux-gnu" in str(unknown[0])
+
+
+def test_an_option_a_target_cannot_have_is_refused_with_its_reason():
+    """`unavailable_options` of a target file: the build stops in one line with the
+    data's reason, before anything is built."""
+    refusing = [t for t in all_targets().values() if "pgo" in t.unavailable_options]
+    assert refusing, "no target file refuses pgo; pick another option for this test"
+    found = refusing[0]
+    proc = pyfreight_cli("build", "--target", found.make_name, "--options", "pgo+lto", "--no-check")
+    assert proc.returncode == 1
+    reason = " ".join(found.unavailable_options["pgo"].split())
+    assert proc.stderr.strip().splitlines() == [f"error: {found.triple} cannot be built pgo+lto: {reason}"]
