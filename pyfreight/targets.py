@@ -42,6 +42,7 @@ class Target:
     emulator_cpu: str | None  # the CPU model the emulator is told (QEMU_CPU)
     # CPython configure's answers for a cross build (cache variables), from the data
     cpython_configure_answers: MappingProxyType[str, str]
+    cpython_ldflags: str  # build-only flags of CPython's own links
     unavailable_options: MappingProxyType[str, str]  # "pgo"/"lto" -> why the target cannot have it
     cross_cc: str | None  # a compiler here that links for the target (embed --cc)
     cross_cc_packages: tuple[str, ...]  # the Debian packages providing it
@@ -84,6 +85,7 @@ class Target:
             emulator=None if run == "native" else run["emulator"],
             emulator_cpu=None if run == "native" else run.get("cpu"),
             cpython_configure_answers=MappingProxyType(dict(data.get("cpython_configure_answers", {}))),
+            cpython_ldflags=data.get("cpython_ldflags", ""),
             unavailable_options=MappingProxyType(dict(data.get("unavailable_options", {}))),
             cross_cc=data.get("cross_cc", {}).get("command"),
             cross_cc_packages=tuple(data.get("cross_cc", {}).get("debian_packages", ())),

@@ -189,6 +189,8 @@ def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
     )
     if not options.codegen.pie:
         ldflags_nodist += " -no-pie"
+    if target.cpython_ldflags:
+        ldflags_nodist += f" {target.cpython_ldflags}"
     return {
         "CC": env["CC"],
         "CXX": env["CXX"],
