@@ -12,6 +12,9 @@ from pyfreight.targets import Target
 # Fixed paths inside the build container. They never name the host.
 PREFIX = "/tools/deps"  # where dependencies are installed and build.sh installs to
 SYSROOT = "/sysroot"  # the target's C library and kernel headers (targets/*.yaml `sysroot`)
+# Force-included in every compile for a glibc target: holds what is built to the
+# target's glibc ceiling, older than the sysroot's glibc (pyfreight/container/glibc_floor.py).
+GLIBC_FLOOR_HEADER = f"{SYSROOT}/pyfreight/glibc-floor.h"
 SOURCES_DIR = "/inputs/sources"
 RECIPE_DIR = "/inputs/recipe"
 WORK_DIR = "/build/work"
@@ -43,8 +46,11 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
     recipes (targets/*.yaml `recipe_env`, e.g. $OPENSSL_TARGET). Only `jobs` and the
     epoch vary between runs of the same recipe; neither may change the bytes produced."""
     clang_triple = target.clang_triple
-    cc = f"clang-{LLVM} --target={clang_triple} --sysroot={SYSROOT}"
-    cxx = f"clang++-{LLVM} --target={clang_triple} --sysroot={SYSROOT}"
+    # In the compiler command itself, so that no build (and no configure check) can
+    # leave the floor out by ignoring CFLAGS or CPPFLAGS.
+    floor = f" -include {GLIBC_FLOOR_HEADER}" if target.libc == "glibc" else ""
+    cc = f"clang-{LLVM} --target={clang_triple} --sysroot={SYSROOT}{floor}"
+    cxx = f"clang++-{LLVM} --target={clang_triple} --sysroot={SYSROOT}{floor}"
     # A foreign target's programs (configure's test programs, tools a build makes and
     # runs) run through its emulator, which finds their loader and C library in the
     # sysroot: the build image has only its own. CROSS_HOST, set only then, is what

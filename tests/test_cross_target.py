@@ -7,7 +7,6 @@ emulator."""
 from __future__ import annotations
 
 import os
-import subprocess
 import tarfile
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from pyfreight.formats.elf import elf_facts, interpreter_identity
 from pyfreight.paths import Workspace, default_workspace
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import Target, all_targets
+from tests.in_image import bash_in_image
 
 pytestmark = pytest.mark.container
 FOREIGN = [t for t in all_targets().values() if not t.native]
@@ -53,16 +53,7 @@ def cross_zlib(request, tmp_path_factory):
 
 
 def _in_build_image(image, prefix: Path, script: str, env: dict[str, str] | None = None) -> str:
-    flags = [x for k, v in (env or {}).items() for x in ("-e", f"{k}={v}")]
-    user = f"{os.getuid()}:{os.getgid()}"
-    command = ["docker", "run", "--rm", "--network", "none", "--user", user, *flags, "-v", f"{prefix}:/p"]
-    proc = subprocess.run(
-        [*command, "-w", "/p", image.tag, "bash", "-euo", "pipefail", "-c", script],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
+    return bash_in_image(image.tag, prefix, script, env).stdout
 
 
 def test_zlib_was_built_for_the_target(cross_zlib):

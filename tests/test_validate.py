@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pyfreight.targets import default_target
 from pyfreight.verify.validate import _interpreter_problems, validate
 
 HOST_BINARY = Path(shutil.which("ls") or "/bin/ls")  # built against the host's newer glibc
@@ -80,7 +81,8 @@ def test_too_new_glibc_and_missing_c_api(tmp_path):
         {"python/bin/python3": "python3.14", "python/bin/python": "python3.14"},
     )
     problems = validate(archive)
-    assert _has(problems, "python/bin/python3.14", "newer than 2.31 allowed"), _messages(problems)
+    ceiling = default_target().ceiling_text
+    assert _has(problems, "python/bin/python3.14", f"newer than {ceiling} allowed"), _messages(problems)
     assert _has(problems, "python/bin/python3.14", "does not export the C API")
 
 
@@ -167,3 +169,47 @@ def test_interpreter_hardening_follows_the_build_options(tmp_path, flags, pie):
     ]
     bare = _messages(_interpreter_problems(_tree_with(tmp_path / "b", plain), "python/install", None))
     assert any("no stack protector" in m for m in bare) and any("no _FORTIFY_SOURCE" in m for m in bare)
+
+
+def test_objects_of_the_full_archive_are_held_to_the_ceiling(tmp_path):
+    """A packer links the full archive's objects on its own machine: an object (or a
+    static library member) that asks for a glibc symbol version above the ceiling is
+    named, an older one is not."""
+    source = tmp_path / "m.c"
+    source.write_text(
+        '__asm__(".symver exp, exp@GLIBC_2.29");\n'
+        '__asm__(".symver log, log@GLIBC_2.2.5");\n'
+        "double exp(double); double log(double);\n"
+        "double f(double x) { return exp(x) + log(x); }\n"
+    )
+    subprocess.run(["cc", "-c", str(source), "-o", str(tmp_path / "m.o")], check=True)
+    subprocess.run(["ar", "rcD", str(tmp_path / "libm1.a"), str(tmp_path / "m.o")], check=True)
+    archive = _archive(
+        tmp_path / "x-full.tar.gz",
+        {
+            "python/PYTHON.json": "{}",
+            "python/build/Objects/m.o": (tmp_path / "m.o").read_bytes(),
+            "python/build/lib/libm1.a": (tmp_path / "libm1.a").read_bytes(),
+        },
+    )
+    problems = validate(archive)
+    ceiling = default_target().ceiling_text
+    assert _has(problems, "python/build/Objects/m.o", f"refers to exp@GLIBC_2.29, newer than {ceiling}")
+    assert _has(problems, "python/build/lib/libm1.a(m.o)", "refers to exp@GLIBC_2.29"), _messages(problems)
+    assert not any("log@" in p.message for p in problems)
+
+
+def test_crt_features_must_say_what_the_tree_needs(tmp_path):
+    document = {"crt_features": ["glibc-dynamic", "glibc-max-symbol-version:2.17"]}
+    archive = _archive(
+        tmp_path / "x-full.tar.gz",
+        {
+            "python/PYTHON.json": json.dumps(document),
+            "python/install/bin/python3.14": HOST_BINARY.read_bytes(),
+        },
+        {"python/install/bin/python3": "python3.14", "python/install/bin/python": "python3.14"},
+    )
+    problems = validate(archive, target=default_target().triple)
+    assert _has(problems, "python/PYTHON.json", "crt_features say glibc-max-symbol-version 2.17, but"), (
+        _messages(problems)
+    )

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyfreight.container import docker
+from pyfreight import toolchain
+from pyfreight.container import docker, glibc_floor
 from pyfreight.container.run import RunSpec, run
 from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
@@ -61,7 +62,8 @@ def base_tag(spec: dict, section: str = "base") -> str:
 
 
 def sysroot_digest(target: Target) -> str:
-    return _digest("sysroot", target.debian_architecture, dict(target.sysroot))
+    floor = (target.libc_ceiling, glibc_floor.FORMAT) if target.libc == "glibc" else None
+    return _digest("sysroot", target.debian_architecture, dict(target.sysroot), floor)
 
 
 def build_tag(spec: dict, target: Target) -> str:
@@ -233,8 +235,28 @@ def _ensure_sysroot(target: Target, ws: Workspace, mirrors: DebianMirrors) -> Pa
             members.append((top, rootfs / top))
             if (rootfs / top).is_dir() and not (rootfs / top).is_symlink():
                 members += [(f"{top}/{r}", rootfs / top / r) for r in walk_sorted(rootfs / top)]
+        if target.libc == "glibc":
+            members += _floor_header(rootfs, target, Path(tmp) / "floor")
         write_tar(out, members, epoch=0)
     return out
+
+
+def _floor_header(rootfs: Path, target: Target, scratch: Path) -> list[tuple[str, Path]]:
+    """The sysroot members of the header that holds compiles to the target's glibc
+    ceiling (toolchain.GLIBC_FLOOR_HEADER), generated from the sysroot's own libraries."""
+    libraries = [
+        found.resolve()
+        for name in sorted(target.allowed_needed)
+        for top in ("lib", "usr/lib")
+        for found in sorted((rootfs / top).glob(f"*/{name}"))
+    ]
+    if not any(p.name.startswith("libc") for p in libraries):
+        raise PyfreightError(f"sysroot of {target.triple}: no libc.so.6 under lib/ or usr/lib/")
+    relative = Path(toolchain.GLIBC_FLOOR_HEADER).relative_to(toolchain.SYSROOT)
+    path = scratch / relative
+    path.parent.mkdir(parents=True)
+    path.write_text(glibc_floor.floor_header(libraries, target.libc_ceiling))
+    return [(str(relative.parent), path.parent), (str(relative), path)]
 
 
 def _unpack_remaining(rootfs: Path, log: Path) -> dict[str, str]:

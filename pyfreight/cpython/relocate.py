@@ -19,6 +19,7 @@ from pyfreight.errors import PyfreightError
 # The build's compilers, for whichever target, become the host's cc/c++.
 _COMPILER = re.compile(
     rf"clang(?P<cxx>\+\+)?-{toolchain.LLVM} --target=[A-Za-z0-9_.-]+ --sysroot={re.escape(toolchain.SYSROOT)}"
+    rf"(?: -include {re.escape(toolchain.GLIBC_FLOOR_HEADER)})?"
 )
 # What other build-time strings become, longest first.
 REPLACEMENTS: tuple[tuple[str, str], ...] = (

@@ -1,8 +1,9 @@
-"""Reading `ar` archive headers, to catch static libraries written in ar's
+"""Reading `ar` archives: their members, and catching static libraries written in ar's
 non-deterministic mode (member timestamps and owners from the build)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 MAGIC = b"!<arch>\n"
@@ -26,3 +27,29 @@ def nondeterministic_members(path: Path) -> list[str]:
             found.append(name)
         offset += HEADER_SIZE + size + (size % 2)
     return found
+
+
+def members(path: Path) -> Iterator[tuple[str, bytes]]:
+    """(name, bytes) of each member of a static library, GNU long names resolved;
+    the symbol index and the long-name table themselves are skipped."""
+    data = path.read_bytes()
+    if not data.startswith(MAGIC):
+        return
+    long_names = b""
+    offset = len(MAGIC)
+    while offset + HEADER_SIZE <= len(data):
+        header = data[offset : offset + HEADER_SIZE]
+        raw = header[0:16].decode(errors="replace").rstrip()
+        size = int(header[48:58].strip() or b"0")
+        body = data[offset + HEADER_SIZE : offset + HEADER_SIZE + size]
+        offset += HEADER_SIZE + size + (size % 2)
+        if raw == "//":
+            long_names = body
+        elif raw in ("/", "/SYM64/"):
+            continue
+        elif raw.startswith("/") and raw[1:].isdigit():
+            start = int(raw[1:])
+            end = long_names.find(b"/\n", start)
+            yield long_names[start : end if end >= 0 else None].decode(errors="replace"), body
+        else:
+            yield raw.removesuffix("/"), body

@@ -3,6 +3,7 @@ glibc symbol version it asks for."""
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
+from elftools.elf.sections import SymbolTableSection
 from elftools.elf.segments import InterpSegment
 
 from pyfreight.errors import PyfreightError
@@ -48,6 +50,31 @@ def elf_facts(path: Path, root: Path) -> ElfFacts | None:
                     ]
         machine = elf["e_machine"]
     return ElfFacts(str(path.relative_to(root)), machine, tuple(needed), max(versions) if versions else None)
+
+
+def object_glibc_references(data: bytes) -> dict[str, tuple[int, ...]]:
+    """The versioned glibc symbols an object file (ET_REL) refers to, `name@GLIBC_x.y`
+    as `.symver` left them, with their versions: what a link of it will need. An
+    unversioned reference binds to whatever glibc the link finds. {} for anything that
+    is not an ELF object (LLVM bitcode of LTO builds included)."""
+    if not data.startswith(b"\x7fELF"):
+        return {}
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        if elf["e_type"] != "ET_REL":
+            return {}
+        table = elf.get_section_by_name(".symtab")
+        if not isinstance(table, SymbolTableSection):
+            return {}
+        found = {}
+        for symbol in table.iter_symbols():
+            name, _, version = symbol.name.partition("@")
+            version = version.lstrip("@")
+            if symbol["st_shndx"] == "SHN_UNDEF" and version.startswith("GLIBC_") and version[6:7].isdigit():
+                found[name] = tuple(int(x) for x in version[6:].split("."))
+        return found
+    except ELFError:
+        return {}
 
 
 def tree_elf_facts(root: Path) -> list[ElfFacts]:

@@ -26,7 +26,8 @@ from pyfreight.dist.flavours import recognise
 from pyfreight.dist.python_json import schema_errors
 from pyfreight.dist.sbom import sbom_errors
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.elf import elf_facts, tree_target
+from pyfreight.formats import arfile
+from pyfreight.formats.elf import elf_facts, object_glibc_references, tree_elf_facts, tree_target
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
 from pyfreight.targets import Target, all_targets, default_target, known_names
 
@@ -327,6 +328,51 @@ def _install_tree(install: Path, prefix: str, target: Target) -> list[Problem]:
     return problems
 
 
+def _object_problems(build: Path, spec: Target) -> list[Problem]:
+    """The full archive's objects and static libraries, which packers link on their own
+    machines: none may refer to a glibc symbol version above the target's ceiling."""
+    if spec.libc != "glibc" or not build.is_dir():
+        return []
+    problems = []
+    for path in sorted(build.rglob("*")):
+        if not path.is_file() or path.is_symlink() or path.suffix not in (".o", ".a"):
+            continue
+        member = f"python/{path.relative_to(build.parent)}"
+        parts = arfile.members(path) if path.suffix == ".a" else [("", path.read_bytes())]
+        for name, data in parts:
+            newer = {
+                f"{symbol}@GLIBC_{'.'.join(map(str, version))}"
+                for symbol, version in object_glibc_references(data).items()
+                if version > spec.libc_ceiling
+            }
+            if newer:
+                where = f"{member}({name})" if name else member
+                problems.append(
+                    Problem(where, f"refers to {', '.join(sorted(newer))}, newer than {spec.ceiling_text}")
+                )
+    return problems
+
+
+def _crt_problems(document: dict, install: Path, spec: Target) -> list[Problem]:
+    """PYTHON.json's crt_features say the newest glibc version the tree needs: the
+    same as the ELF files' own, and within the target's ceiling."""
+    if spec.libc != "glibc":
+        return []
+    features = [f for f in _list(document.get("crt_features")) if isinstance(f, str)]
+    said = [f.partition(":")[2] for f in features if f.startswith("glibc-max-symbol-version:")]
+    versions = [f.glibc for f in tree_elf_facts(install) if f.glibc]
+    found = ".".join(map(str, max(versions))) if versions else None
+    if said != [found]:
+        return [
+            Problem(
+                "python/PYTHON.json",
+                f"crt_features say glibc-max-symbol-version {', '.join(said) or '(none)'}, "
+                f"but the tree's ELF files need {found or 'no versioned glibc symbol'}",
+            )
+        ]
+    return []
+
+
 def _target_of(
     install: Path, prefix: str, said: str | None, document: dict
 ) -> tuple[Target | None, list[Problem]]:
@@ -388,6 +434,9 @@ def validate(archive: Path, target: str | None = None, limits: Limits = DEFAULT_
         if spec is None:
             return problems
         problems += _install_tree(install, prefix, spec)
+        if full:
+            problems += _object_problems(root / "build", spec)
+            problems += _crt_problems(document or {}, install, spec)
         said_options = (document or {}).get("build_options") if full else None
         problems += _interpreter_problems(
             install, prefix, said_options if isinstance(said_options, str) else None
