@@ -8,8 +8,15 @@ RUN apt-get update \
  && grep -v '^#' /tmp/build-packages.txt | xargs apt-get install -y --no-install-recommends \
  && apt-get clean && rm -rf /var/lib/apt/lists/* /tmp/build-packages.txt
 
-# Debian bullseye rootfs subset (glibc 2.31); compilers get --sysroot=/sysroot.
+# The target's C library, headers and libraries (targets/*.yaml `sysroot`); compilers
+# get --sysroot=/sysroot.
 ADD sysroot.tar /sysroot/
+# A sysroot loader the image lacks (musl's; glibc's of another architecture) is linked
+# where the programs linked against the sysroot ask for it, so that configure's test
+# programs and the tools a build makes run here; the image's own loader stays.
+RUN for loader in /sysroot/lib/ld-*; do \
+      if [ -e "$loader" ] && [ ! -e "/lib/${loader##*/}" ]; then ln -s "$loader" /lib/; fi; \
+    done
 
 # Builds run as this unprivileged user; the prefix and work folders are its own.
 RUN useradd --uid 1000 --user-group --home-dir /tmp --no-create-home builder \

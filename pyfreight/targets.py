@@ -31,10 +31,12 @@ class Target:
     debian_architecture: str  # of the sysroot's packages and of the runtime image
     sysroot: MappingProxyType[str, Any]  # suite, variant, pinned packages, kept paths
     control_flow_cflags: str  # the compiler flags of the target's control-flow protection
+    compiler_flags: str  # of every compile and link, in $CC and $CXX (e.g. the compiler runtime)
     elf_machine: str  # pyelftools' e_machine name
     loader: str  # PT_INTERP's file name
     libc: str  # "glibc" or "musl"
-    libc_ceiling: tuple[int, int]  # no shipped ELF file may need a newer C library version
+    libc_ceiling: tuple[int, int]  # glibc: no shipped ELF file may need a newer version
+    static_linking: bool  # the C library can be linked statically (the `static` modifier)
     allowed_needed: frozenset[str]  # DT_NEEDED entries a shipped ELF file may have
     system_libraries: frozenset[str]  # what PYTHON.json's links may name as system libraries
     recipe_env: MappingProxyType[str, str]  # given to every dependency's build.sh
@@ -75,10 +77,12 @@ class Target:
             debian_architecture=data["debian_architecture"],
             sysroot=MappingProxyType(dict(data["sysroot"])),
             control_flow_cflags=data["control_flow_cflags"],
+            compiler_flags=data.get("compiler_flags", ""),
             elf_machine=data["elf"]["machine"],
             loader=data["elf"]["loader"],
             libc=data["libc"]["name"],
             libc_ceiling=(major, minor),
+            static_linking=bool(data["libc"].get("static_linking", False)),
             allowed_needed=frozenset(data["libc"]["needed"]),
             system_libraries=frozenset(data["libc"]["system_libraries"]),
             recipe_env=MappingProxyType(dict(data["recipe_env"])),

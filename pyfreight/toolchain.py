@@ -41,16 +41,24 @@ def common_cflags(target: Target) -> str:
 COMMON_LDFLAGS = "-fuse-ld=lld -Wl,-z,relro,-z,now -Wl,-z,noexecstack"
 
 
+def compiler_commands(target: Target) -> tuple[str, str]:
+    """$CC and $CXX for `target`: clang for its triple and sysroot, its own flags, and
+    for glibc the floor header, in the command itself so that no build (and no
+    configure check) can leave it out by ignoring CFLAGS or CPPFLAGS."""
+    flags = f"--target={target.clang_triple} --sysroot={SYSROOT}"
+    if target.compiler_flags:
+        flags += f" {target.compiler_flags}"
+    if target.libc == "glibc":
+        flags += f" -include {GLIBC_FLOOR_HEADER}"
+    return f"clang-{LLVM} {flags}", f"clang++-{LLVM} {flags}"
+
+
 def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict[str, str]:
     """The environment of build.sh: the toolchain, and the target's own settings for
     recipes (targets/*.yaml `recipe_env`, e.g. $OPENSSL_TARGET). Only `jobs` and the
     epoch vary between runs of the same recipe; neither may change the bytes produced."""
     clang_triple = target.clang_triple
-    # In the compiler command itself, so that no build (and no configure check) can
-    # leave the floor out by ignoring CFLAGS or CPPFLAGS.
-    floor = f" -include {GLIBC_FLOOR_HEADER}" if target.libc == "glibc" else ""
-    cc = f"clang-{LLVM} --target={clang_triple} --sysroot={SYSROOT}{floor}"
-    cxx = f"clang++-{LLVM} --target={clang_triple} --sysroot={SYSROOT}{floor}"
+    cc, cxx = compiler_commands(target)
     # A foreign target's programs (configure's test programs, tools a build makes and
     # runs) run through its emulator, which finds their loader and C library in the
     # sysroot: the build image has only its own. CROSS_HOST, set only then, is what

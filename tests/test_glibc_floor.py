@@ -2,13 +2,14 @@
 the target's ceiling (pyfreight/container/glibc_floor.py). The plan is checked on
 made-up symbol tables; the header is checked by compiling and linking with it in the
 real build image, where the linked program, an object and a static library must not
-need anything above the ceiling, and a function glibc added later must not link."""
+need anything above the ceiling, and a function glibc added later must not link,
+not even in autoconf's way of checking for one."""
 
 from __future__ import annotations
 
 import pytest
 
-from pyfreight.container.glibc_floor import FloorPlan, VersionedSymbol, header, plan
+from pyfreight.container.glibc_floor import FloorPlan, VersionedSymbol, header, missing_version, plan
 from pyfreight.container.images import ensure_images
 from pyfreight.formats import arfile
 from pyfreight.formats.elf import elf_facts, object_glibc_references
@@ -50,7 +51,7 @@ def test_plan_with_a_floor_at_the_sysroot_changes_nothing():
 def test_header_lines():
     text = header(FloorPlan({"pow": (2, 2, 5)}, {"gettid": (2, 30)}), (2, 28), "2.31")
     assert '__asm__(".symver pow, pow@GLIBC_2.2.5");' in text.splitlines()
-    assert "#define gettid pyfreight_glibc_2_28_lacks_gettid /* GLIBC_2.30 */" in text.splitlines()
+    assert '__asm__(".symver gettid, gettid@PYFREIGHT_GLIBC_2.28_LACKS_IT"); /* GLIBC_2.30 */' in text.splitlines()
     assert text.index("#ifndef __ASSEMBLER__") < text.index(".symver")  # .S files skip it
 
 
@@ -65,11 +66,13 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
+# How autoconf's AC_CHECK_FUNCS asks whether a function exists: it #undefs the name.
 CLOCKWAIT = r"""
-#define _GNU_SOURCE
-#include <semaphore.h>
-#include <time.h>
-int main(void) { sem_t s; struct timespec t = {0}; return sem_clockwait(&s, CLOCK_MONOTONIC, &t); }
+#define sem_clockwait innocuous_sem_clockwait
+#include <limits.h>
+#undef sem_clockwait
+char sem_clockwait(void);
+int main(void) { return sem_clockwait(); }
 """
 
 
@@ -99,5 +102,4 @@ def test_the_header_holds_programs_objects_and_libraries_to_the_ceiling(tmp_path
     # A function above the floor does not link, and the error names the floor.
     failed = bash_in_image(image.tag, tmp_path, f"{cc} -fuse-ld=lld s.c -o s -lpthread", check=False)
     assert failed.returncode != 0
-    floor = "_".join(map(str, target.libc_ceiling))
-    assert f"pyfreight_glibc_{floor}_lacks_sem_clockwait" in failed.stderr
+    assert f"sem_clockwait@{missing_version(target.libc_ceiling)}" in failed.stderr

@@ -16,8 +16,10 @@ from pyfreight.cpython.relocate import (
     scrub_flags,
 )
 from pyfreight.errors import PyfreightError
+from pyfreight.targets import all_targets, default_target
+from pyfreight.toolchain import compiler_commands
 
-CC = "clang-19 --target=x86_64-linux-gnu --sysroot=/sysroot"
+CC = compiler_commands(default_target())[0]  # what the build's sysconfig says
 
 
 def fake_tree(root):
@@ -208,3 +210,10 @@ def test_json_files_keep_no_build_prefix(tmp_path):
         "LIBDIR": "@PYFREIGHT_PREFIX@/lib",
         "INSTALL": "/usr/bin/install -c",
     }
+
+
+@pytest.mark.parametrize("triple", sorted(all_targets()))
+def test_every_targets_compilers_become_cc_and_cxx(triple):
+    cc, cxx = compiler_commands(all_targets()[triple])
+    assert scrub_flags(f"{cc} -O2") == "cc -O2"
+    assert scrub_flags(f"{cxx} -c") == "c++ -c"

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pyfreight import toolchain
-from pyfreight.container import docker, glibc_floor
+from pyfreight.container import docker, glibc_floor, libc_sysroot
 from pyfreight.container.run import RunSpec, run
 from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
@@ -63,7 +63,11 @@ def base_tag(spec: dict, section: str = "base") -> str:
 
 def sysroot_digest(target: Target) -> str:
     floor = (target.libc_ceiling, glibc_floor.FORMAT) if target.libc == "glibc" else None
-    return _digest("sysroot", target.debian_architecture, dict(target.sysroot), floor)
+    parts: list[object] = ["sysroot", target.debian_architecture, dict(target.sysroot), floor]
+    libc = libc_sysroot.libc_digest(target)
+    if libc is not None:
+        parts.append(libc)
+    return _digest(*parts)
 
 
 def build_tag(spec: dict, target: Target) -> str:
@@ -229,16 +233,25 @@ def _ensure_sysroot(target: Target, ws: Workspace, mirrors: DebianMirrors) -> Pa
         manifest = "".join(f"{p}={v}\n" for p, v in sorted(versions.items()))
         (ws.images / f"sysroot-{digest}.manifest.txt").write_text(manifest)
         relativize_symlinks(rootfs)
-        keep = [k for k in sysroot["keep"] if (rootfs / k).exists() or (rootfs / k).is_symlink()]
+        kept = {k: k for k in sysroot["keep"]} | dict(sysroot.get("keep_as", {}))
         members = []
-        for top in keep:
-            members.append((top, rootfs / top))
-            if (rootfs / top).is_dir() and not (rootfs / top).is_symlink():
-                members += [(f"{top}/{r}", rootfs / top / r) for r in walk_sorted(rootfs / top)]
+        for name, found in kept.items():
+            if (rootfs / found).exists() or (rootfs / found).is_symlink():
+                members += _tree_members(name, rootfs / found)
+        if libc_sysroot.libc_recipe(target) is not None:
+            members += libc_sysroot.build_libc_into(target, ws, Path(tmp) / "libc")
         if target.libc == "glibc":
             members += _floor_header(rootfs, target, Path(tmp) / "floor")
         write_tar(out, members, epoch=0)
     return out
+
+
+def _tree_members(name: str, path: Path) -> list[tuple[str, Path]]:
+    """Tarball members for `path` named `name`, and everything below it."""
+    members = [(name, path)]
+    if path.is_dir() and not path.is_symlink():
+        members += [(f"{name}/{r}", path / r) for r in walk_sorted(path)]
+    return members
 
 
 def _floor_header(rootfs: Path, target: Target, scratch: Path) -> list[tuple[str, Path]]:

@@ -15,12 +15,15 @@ from pathlib import Path
 from pyfreight import toolchain
 from pyfreight.cpython.options import INSTALL_PREFIX
 from pyfreight.errors import PyfreightError
+from pyfreight.targets import all_targets
 
-# The build's compilers, for whichever target, become the host's cc/c++.
-_COMPILER = re.compile(
-    rf"clang(?P<cxx>\+\+)?-{toolchain.LLVM} --target=[A-Za-z0-9_.-]+ --sysroot={re.escape(toolchain.SYSROOT)}"
-    rf"(?: -include {re.escape(toolchain.GLIBC_FLOOR_HEADER)})?"
-)
+# The build's compilers, of every target, become the host's cc/c++ (longest first).
+_COMMANDS = {
+    c: "c++" if c.startswith("clang++") else "cc"
+    for t in all_targets().values()
+    for c in toolchain.compiler_commands(t)
+}
+_COMPILER = re.compile("|".join(re.escape(c) for c in sorted(_COMMANDS, key=len, reverse=True)))
 # What other build-time strings become, longest first.
 REPLACEMENTS: tuple[tuple[str, str], ...] = (
     (f"/usr/lib/llvm-{toolchain.LLVM}/bin/llvm-ar", "ar"),
@@ -94,7 +97,7 @@ _BUILD_WORD = re.compile(
 def scrub_flags(text: str, source_tree: str = "") -> str:
     """Host-neutral flags; the source folder becomes `source_tree`; other words that
     name the build environment are dropped."""
-    text = _COMPILER.sub(lambda m: "c++" if m["cxx"] else "cc", text)
+    text = _COMPILER.sub(lambda m: _COMMANDS[m[0]], text)
     for old, new in REPLACEMENTS:
         text = text.replace(old, new)
     text = _BUILD_WORD.sub("", _SOURCE_TREE.sub(source_tree, text))
