@@ -48,6 +48,7 @@ class Target:
     unavailable_options: MappingProxyType[str, str]  # "pgo"/"lto" -> why the target cannot have it
     cross_cc: str | None  # a compiler here that links for the target (embed --cc)
     cross_cc_packages: tuple[str, ...]  # the Debian packages providing it
+    runtime_tools: str | None = None  # platform/ recipe of the tools of a libc-only runtime image
     is_default: bool = False
 
     @property
@@ -93,6 +94,7 @@ class Target:
             unavailable_options=MappingProxyType(dict(data.get("unavailable_options", {}))),
             cross_cc=data.get("cross_cc", {}).get("command"),
             cross_cc_packages=tuple(data.get("cross_cc", {}).get("debian_packages", ())),
+            runtime_tools=data.get("runtime_tools"),
             is_default=bool(data.get("default", False)),
         )
 

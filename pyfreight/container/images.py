@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pyfreight import toolchain
-from pyfreight.container import docker, glibc_floor, libc_sysroot
+from pyfreight.container import docker, glibc_floor, libc_only_image, libc_sysroot
 from pyfreight.container.run import RunSpec, run
 from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
@@ -77,6 +77,10 @@ def build_tag(spec: dict, target: Target) -> str:
 
 
 def runtime_tag(spec: dict, target: Target) -> str:
+    if target.runtime_tools is not None:  # no Debian: the target's own libc and tools
+        tools = libc_sysroot.platform_recipe(target.runtime_tools, target, "runtime_tools")
+        parts: tuple[object, ...] = ("libc-only", sysroot_digest(target), libc_sysroot.recipe_digest(tools))
+        return f"pyfreight-runtime:{_digest(*parts, target.emulator_env)}"
     parts = ("runtime", spec["runtime"], target.debian_architecture, target.emulator_env)
     return f"pyfreight-runtime:{_digest(*parts)}"
 
@@ -350,6 +354,10 @@ def ensure_runtime_image(ws: Workspace, target: Target) -> str:
     require_emulator(target)
     spec = load_spec()
     tag = runtime_tag(spec, target)
+    if not docker.image_id(tag) and target.runtime_tools is not None:
+        ensure_images(ws, target)  # the sysroot, whose loader and C library it holds
+        sysroot_tar = ws.images / f"sysroot-{sysroot_digest(target)}.tar"
+        return libc_only_image.ensure_libc_only_image(tag, target, ws, sysroot_tar)
     if not docker.image_id(tag):
         architecture = None if target.native else target.debian_architecture
         mirrors = find_debian_mirrors()

@@ -1,7 +1,7 @@
 """A C library built from source into a target's sysroot (targets/*.yaml
 `sysroot.libc_recipe`), for C libraries Debian's pinned packages do not give: musl.
 
-The recipe (libc/<name>/, in the recipe format: pinned sources, build.sh) runs in the
+The recipe (platform/<name>/, in the recipe format: pinned sources, build.sh) runs in the
 build machine's own build image, with the target's compiler: a C library builds
 itself freestanding, so the image's sysroot is never read. Its install goes into the
 sysroot's usr/, and its loader is linked at lib/<loader> (targets/*.yaml
@@ -20,56 +20,70 @@ from pyfreight.paths import REPO_ROOT, Workspace
 from pyfreight.sources.recipes import Recipe, load_recipe
 from pyfreight.targets import Target
 
-LIBC_DIR = REPO_ROOT / "libc"
+PLATFORM_DIR = REPO_ROOT / "platform"
 # The build of a C library is small; its epoch is fixed, the sysroot tarball's is 0.
 EPOCH = 0
 
 
-def libc_recipe(target: Target) -> Recipe | None:
-    name = target.sysroot.get("libc_recipe")
-    if name is None:
-        return None
-    folder = LIBC_DIR / name
+def platform_recipe(name: str, target: Target, field: str) -> Recipe:
+    folder = PLATFORM_DIR / name
     if not folder.is_dir():
-        raise PyfreightError(
-            f"targets/{target.triple}.yaml: sysroot.libc_recipe {name!r} is not a folder of libc/"
-        )
+        raise PyfreightError(f"targets/{target.triple}.yaml: {field} {name!r} is not a folder of platform/")
     return load_recipe(folder)
 
 
+def recipe_digest(recipe: Recipe) -> dict[str, object]:
+    """What of a platform recipe decides what is made of it: part of cache keys."""
+    files = {p.relative_to(recipe.directory).as_posix(): file_sha256(p) for p in recipe.files()}
+    return {"name": recipe.name, "files": files, "sources": [s.sha256 for s in recipe.sources]}
+
+
+def libc_recipe(target: Target) -> Recipe | None:
+    name = target.sysroot.get("libc_recipe")
+    return None if name is None else platform_recipe(name, target, "sysroot.libc_recipe")
+
+
 def libc_digest(target: Target) -> dict[str, object] | None:
-    """What of the C library recipe decides the sysroot: part of its cache key."""
     recipe = libc_recipe(target)
     if recipe is None:
         return None
-    files = {p.relative_to(recipe.directory).as_posix(): file_sha256(p) for p in recipe.files()}
-    return {"files": files, "sources": [s.sha256 for s in recipe.sources]}
+    digest = recipe_digest(recipe)
+    digest.pop("name")  # as the first sysroots were keyed
+    return digest
 
 
-def build_libc_into(target: Target, ws: Workspace, dest: Path) -> list[tuple[str, Path]]:
-    """Builds the target's C library and lays it out under `dest` as the sysroot has
-    it; returns the sysroot members (name, path) it adds."""
+def build_platform_recipe(
+    recipe: Recipe, image_target: Target, target: Target, ws: Workspace, dest: Path
+) -> None:
+    """Builds `recipe` for `target` in the build image of `image_target` and copies
+    what it installed into `dest` (created)."""
     # Imported here: the build machinery itself needs the images module.
     from pyfreight.container.images import ensure_images
     from pyfreight.deps.container_build import run_build_job
     from pyfreight.deps.recipe_build import recipe_job
     from pyfreight.sources.fetch import fetch_source
-    from pyfreight.targets import build_machine_target
     from pyfreight.toolchain import default_jobs
+
+    for source in recipe.sources:
+        fetch_source(source, ws.downloads, log=say)
+    image = ensure_images(ws, image_target)
+    log = ws.logs / f"{recipe.name}-{recipe.version}-{target.triple}-platform.log"
+    say(f"  {recipe.name} {recipe.version} for {target.triple} (log: {log})")
+    with run_build_job(recipe_job(recipe, {}), image, target, default_jobs(), EPOCH, ws, log) as finished:
+        shutil.copytree(finished.prefix, dest, symlinks=True)
+
+
+def build_libc_into(target: Target, ws: Workspace, dest: Path) -> list[tuple[str, Path]]:
+    """Builds the target's C library and lays it out under `dest` as the sysroot has
+    it; returns the sysroot members (name, path) it adds."""
+    from pyfreight.targets import build_machine_target
 
     recipe = libc_recipe(target)
     assert recipe is not None
-    for source in recipe.sources:
-        fetch_source(source, ws.downloads, log=say)
-    image = ensure_images(ws, build_machine_target())
-    log = ws.logs / f"{recipe.name}-{recipe.version}-{target.triple}-sysroot.log"
-    say(f"  {recipe.name} {recipe.version} for the {target.triple} sysroot (log: {log})")
-    job = recipe_job(recipe, {})
-    with run_build_job(job, image, target, default_jobs(), EPOCH, ws, log) as finished:
-        shutil.copytree(finished.prefix, dest / "usr", symlinks=True)
+    build_platform_recipe(recipe, build_machine_target(), target, ws, dest / "usr")
     loader = dest / "usr" / "lib" / target.loader
     if not loader.is_symlink() and not loader.is_file():
-        raise PyfreightError(f"{recipe.name}: its build installed no lib/{target.loader} (see {log})")
+        raise PyfreightError(f"{recipe.name}: its build installed no lib/{target.loader}")
     (dest / "lib").mkdir()
     (dest / "lib" / target.loader).symlink_to(f"../usr/lib/{target.loader}")
     return [(name, dest / name) for name in walk_sorted(dest)]

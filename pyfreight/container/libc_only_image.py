@@ -1,0 +1,78 @@
+"""The runtime image of a target no Debian image can stand for (musl, whose programs
+would find glibc everywhere in Debian): nothing but the target's own loader and C
+library from its sysroot, and a shell and tools built for the target
+(targets/*.yaml `runtime_tools`, a recipe of platform/: busybox), so that installs are
+checked where there is no glibc at all."""
+
+from __future__ import annotations
+
+import posixpath
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+from pyfreight.container import docker, libc_sysroot
+from pyfreight.errors import PyfreightError
+from pyfreight.leftovers import owned
+from pyfreight.logs import say
+from pyfreight.paths import Workspace
+from pyfreight.targets import Target
+
+# What programs and CPython's tests expect of any Linux root: users, a writable /tmp.
+ETC_FILES = {
+    "etc/passwd": "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+    "etc/group": "root:x:0:\nnogroup:x:65534:\n",
+}
+EMPTY_DIRS = {"root": 0o700, "tmp": 0o1777, "usr/local/bin": 0o755}
+
+
+def _sysroot_file(sysroot_tar: Path, name: str) -> bytes:
+    """A file of the sysroot tarball by name, its symlinks followed inside it."""
+    with tarfile.open(sysroot_tar) as tar:
+        for _ in range(16):
+            member = tar.getmember(name)
+            if not member.issym():
+                data = tar.extractfile(member)
+                if data is None:
+                    raise PyfreightError(f"{sysroot_tar.name}: {name} is not a file")
+                return data.read()
+            name = posixpath.normpath(posixpath.join(posixpath.dirname(name), member.linkname))
+    raise PyfreightError(f"{sysroot_tar.name}: too many symlinks at {name}")
+
+
+def ensure_libc_only_image(tag: str, target: Target, ws: Workspace, sysroot_tar: Path) -> str:
+    if docker.image_id(tag):
+        return tag
+    assert target.runtime_tools is not None
+    recipe = libc_sysroot.platform_recipe(target.runtime_tools, target, "runtime_tools")
+    say(f"image {tag}: building (no glibc: {target.loader} and {recipe.name})")
+    ws.scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("rootfs")) as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        libc_sysroot.build_platform_recipe(recipe, target, target, ws, rootfs)
+        shutil.rmtree(rootfs / "share", ignore_errors=True)  # the tools' licenses: not needed here
+        loader = rootfs / "lib" / target.loader
+        loader.parent.mkdir(exist_ok=True)
+        loader.write_bytes(_sysroot_file(sysroot_tar, f"lib/{target.loader}"))
+        loader.chmod(0o755)
+        for name, text in ETC_FILES.items():
+            (rootfs / name).parent.mkdir(parents=True, exist_ok=True)
+            (rootfs / name).write_text(text)
+        for name, mode in EMPTY_DIRS.items():
+            (rootfs / name).mkdir(parents=True, exist_ok=True)
+            (rootfs / name).chmod(mode)
+        # tar keeps the modes (/tmp's sticky bit); the owner is root, as in any rootfs.
+        tar = subprocess.Popen(
+            ["tar", "-C", str(rootfs), "--owner=0", "--group=0", "--sort=name", "-c", "."],
+            stdout=subprocess.PIPE,
+        )
+        changes = [x for k, v in sorted(target.emulator_env.items()) for x in ("--change", f"ENV {k}={v}")]
+        log = ws.logs / f"image-{tag.replace(':', '-')}.log"
+        docker.run_logged(
+            ["docker", "import", *changes, "-", tag], log, f"docker import {tag}", stdin=tar.stdout
+        )
+        if tar.wait() != 0:
+            raise PyfreightError(f"tar of the {target.triple} runtime rootfs failed")
+    return tag
