@@ -64,6 +64,11 @@ def _check_target_has(options: BuildOptions, target: Target) -> None:
         reason = target.unavailable_options.get(feature)
         if wanted and reason:
             raise PyfreightError(f"{target.triple} cannot be built {options}: {reason}")
+    if options.static and not target.static_linking:
+        raise PyfreightError(
+            f"{target.triple} cannot be built {options}: its C library ({target.libc}) is not linked "
+            "statically (glibc's name service and iconv load shared libraries); static is for musl targets"
+        )
 
 
 def _check_profile(options: BuildOptions, pgo_profile: Path | None) -> None:

@@ -28,6 +28,7 @@ class CodeGen:
         bool  # the target's control-flow protection (x86_64: CET's landing pads and shadow-stack marks)
     )
     full_lto: bool  # full LTO rather than ThinLTO (lto options only)
+    static_libc: bool = False  # one fully static executable (targets whose libc allows it)
 
 
 # What every option builds unless a modifier says otherwise (see docs/performance.md for
@@ -45,6 +46,7 @@ MODIFIERS: dict[str, tuple[str, object]] = {
     "nocet": ("cf_protection", False),
     "thinlto": ("full_lto", False),
     "fulllto": ("full_lto", True),
+    "static": ("static_libc", True),
 }
 
 
@@ -102,6 +104,12 @@ class BuildOptions:
     @property
     def lto(self) -> bool:
         return self.base in ("lto", "pgo+lto")
+
+    @property
+    def static(self) -> bool:
+        """The C library is linked in: one static executable that loads no extension
+        module from a shared library (PYTHON.json crt_features `static`)."""
+        return self.codegen.static_libc
 
     @property
     def codegen(self) -> CodeGen:
@@ -191,7 +199,12 @@ def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
         ldflags_nodist += " -no-pie"
     if target.cpython_ldflags:
         ldflags_nodist += f" {target.cpython_ldflags}"
-    return {
+    env_static = {}
+    if options.static:
+        # configure keeps a LINKFORSHARED it is given: the executables' own link flags,
+        # instead of -export-dynamic (a static executable has no dynamic symbols).
+        env_static["LINKFORSHARED"] = "-static"
+    return env_static | {
         "CC": env["CC"],
         "CXX": env["CXX"],
         "CFLAGS": cflags,

@@ -148,6 +148,17 @@ def inittab_cflags(options: BuildOptions) -> list[str]:
     return ["-std=c11", "-DPy_BUILD_CORE"] + ([] if options.base == "debug" else ["-DNDEBUG"])
 
 
+def crt_features(libc: str, static: bool, glibc_max: tuple[int, ...] | None) -> list[str]:
+    """What the binaries need of the C runtime (PYTHON.json `crt_features`): nothing
+    when the C library is linked in, else which one, and for glibc the newest symbol
+    version any of them needs."""
+    if static:
+        return ["static"]
+    if libc != "glibc":
+        return [f"{libc}-dynamic"]
+    return ["glibc-dynamic", "glibc-max-symbol-version:" + ".".join(map(str, glibc_max or ()))]
+
+
 def describe(
     *,
     facts: dict,
@@ -159,7 +170,7 @@ def describe(
     libraries: dict[str, Library],
     required_at_startup: set[str],
     object_format: str,
-    glibc_max: tuple[int, ...],
+    glibc_max: tuple[int, ...] | None,
     cpython_license_path: str,
     tcl_paths: list[str],
     run_tests: str,
@@ -213,10 +224,11 @@ def describe(
         "python_stdlib_test_packages": stdlib_test_packages(tree / paths["stdlib"].removeprefix("install/")),
         "python_suffixes": facts["python_suffixes"],
         "python_symbol_visibility": "global-default",
-        # Built-in modules, and extension modules from wheels (dynamic glibc build).
-        "python_extension_module_loading": ["builtin", "shared-library"],
+        # Built-in modules, and extension modules from wheels unless the C library is
+        # linked in (a static executable cannot load shared libraries).
+        "python_extension_module_loading": ["builtin"] if options.static else ["builtin", "shared-library"],
         "libpython_link_mode": "static",
-        "crt_features": ["glibc-dynamic", "glibc-max-symbol-version:" + ".".join(map(str, glibc_max))],
+        "crt_features": crt_features(target.libc, options.static, glibc_max),
         "run_tests": run_tests,
         "build_info": {
             "core": {

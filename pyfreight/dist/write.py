@@ -186,7 +186,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
     elf_facts, problems = check_tree(tree, target)
     if problems:
         raise PyfreightError(f"{tree}: " + "; ".join(problems[:5]))
-    glibc = max(f.glibc for f in elf_facts if f.glibc)
+    glibc = max((f.glibc for f in elf_facts if f.glibc), default=None)
 
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("dist")) as tmp:

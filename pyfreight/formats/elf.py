@@ -95,10 +95,21 @@ def check_tree(root: Path, target: Target) -> tuple[list[ElfFacts], list[str]]:
         extra = sorted(set(f.needed) - target.allowed_needed)
         if extra:
             problems.append(f"{f.path}: needs {', '.join(extra)}")
-        if f.glibc and f.glibc > target.libc_ceiling:
-            newest = ".".join(map(str, f.glibc))
-            problems.append(f"{f.path}: needs GLIBC_{newest} (newer than {target.ceiling_text})")
+        if (libc := libc_problem(f, target)) is not None:
+            problems.append(f"{f.path}: {libc}")
     return facts, problems
+
+
+def libc_problem(facts: ElfFacts, target: Target) -> str | None:
+    """What is wrong with the C library versions an ELF file needs, for `target`."""
+    if facts.glibc is None:
+        return None
+    newest = ".".join(map(str, facts.glibc))
+    if target.libc != "glibc":
+        return f"needs GLIBC_{newest}, but {target.triple} is a {target.libc} target: it may need no glibc"
+    if facts.glibc > target.libc_ceiling:
+        return f"needs GLIBC_{newest}, newer than {target.ceiling_text} allowed for {target.triple}"
+    return None
 
 
 def interpreter_identity(executable: Path) -> tuple[str, str | None]:

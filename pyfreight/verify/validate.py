@@ -23,11 +23,18 @@ from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.cpython.setup_local import load_extension_data
 from pyfreight.dist.flavours import recognise
-from pyfreight.dist.python_json import schema_errors
+from pyfreight.dist.python_json import crt_features, schema_errors
 from pyfreight.dist.sbom import sbom_errors
 from pyfreight.errors import PyfreightError
 from pyfreight.formats import arfile
-from pyfreight.formats.elf import elf_facts, object_glibc_references, tree_elf_facts, tree_target
+from pyfreight.formats.elf import (
+    elf_facts,
+    interpreter_identity,
+    libc_problem,
+    object_glibc_references,
+    tree_elf_facts,
+    tree_target,
+)
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
 from pyfreight.targets import Target, all_targets, default_target, known_names
 
@@ -192,11 +199,8 @@ def _elf_problems(path: Path, member: str, spec: Target) -> list[Problem]:
     extra = sorted(set(facts.needed) - spec.allowed_needed)
     if extra:
         problems.append(Problem(member, f"needs libraries outside the allow-list: {', '.join(extra)}"))
-    if facts.glibc and facts.glibc > spec.libc_ceiling:
-        newest = ".".join(map(str, facts.glibc))
-        problems.append(
-            Problem(member, f"needs GLIBC_{newest}, newer than {spec.ceiling_text} allowed for {target}")
-        )
+    if (libc := libc_problem(facts, spec)) is not None:
+        problems.append(Problem(member, libc))
     with path.open("rb") as fh:
         try:
             elf = ELFFile(fh)
@@ -354,21 +358,19 @@ def _object_problems(build: Path, spec: Target) -> list[Problem]:
 
 
 def _crt_problems(document: dict, install: Path, spec: Target) -> list[Problem]:
-    """PYTHON.json's crt_features say the newest glibc version the tree needs: the
-    same as the ELF files' own, and within the target's ceiling."""
-    if spec.libc != "glibc":
-        return []
-    features = [f for f in _list(document.get("crt_features")) if isinstance(f, str)]
-    said = [f.partition(":")[2] for f in features if f.startswith("glibc-max-symbol-version:")]
-    versions = [f.glibc for f in tree_elf_facts(install) if f.glibc]
-    found = ".".join(map(str, max(versions))) if versions else None
-    if said != [found]:
+    """PYTHON.json's crt_features say what the tree needs of the C library: the same
+    as its ELF files (a static interpreter, the dynamic C library, the newest glibc
+    version), within the target's ceiling (the ELF rules)."""
+    said = [f for f in _list(document.get("crt_features")) if isinstance(f, str)]
+    try:
+        static = interpreter_identity((install / "bin" / "python3").resolve())[1] is None
+    except (PyfreightError, OSError):
+        return []  # reported by the ELF and symlink rules
+    newest = max((f.glibc for f in tree_elf_facts(install) if f.glibc), default=None)
+    found = crt_features(spec.libc, static, newest)
+    if said != found:
         return [
-            Problem(
-                "python/PYTHON.json",
-                f"crt_features say glibc-max-symbol-version {', '.join(said) or '(none)'}, "
-                f"but the tree's ELF files need {found or 'no versioned glibc symbol'}",
-            )
+            Problem("python/PYTHON.json", f"crt_features say {said}, but the tree's ELF files need {found}")
         ]
     return []
 
