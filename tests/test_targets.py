@@ -16,6 +16,7 @@ from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_target
 from pyfreight.paths import REPO_ROOT
 from pyfreight.targets import TARGETS_DIR, all_targets, default_target, known_names, load_targets, target
+from pyfreight.toolchain import GLIBC_FLOOR_HEADER, LLVM, SYSROOT, compiler_commands
 from pyfreight.verify.validate import _target_of
 from tests.conftest import pyfreight_cli
 
@@ -198,3 +199,23 @@ def test_an_option_a_target_cannot_have_is_refused_with_its_reason():
     assert proc.returncode == 1
     reason = " ".join(found.unavailable_options["pgo"].split())
     assert proc.stderr.strip().splitlines() == [f"error: {found.triple} cannot be built pgo+lto: {reason}"]
+
+
+def test_static_is_refused_for_a_glibc_target():
+    """The `static` modifier links the C library in; glibc targets say they cannot."""
+    glibc = default_target()
+    assert glibc.libc == "glibc" and not glibc.static_linking
+    proc = pyfreight_cli("build", "--target", glibc.make_name, "--options", "lto+static", "--no-check")
+    assert proc.returncode == 1
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith(f"error: {glibc.triple} cannot be built lto+static: its C library (glibc)")
+
+
+@pytest.mark.parametrize("found", list(all_targets().values()), ids=list(all_targets()))
+def test_compiler_commands_hold_the_targets_own_flags(found):
+    cc, cxx = compiler_commands(found)
+    assert cc.split()[:3] == [f"clang-{LLVM}", f"--target={found.clang_triple}", f"--sysroot={SYSROOT}"]
+    assert cxx.startswith(f"clang++-{LLVM} ")
+    assert found.compiler_flags in cc
+    # glibc targets are held to their ceiling by the floor header; musl has no versions
+    assert (f"-include {GLIBC_FLOOR_HEADER}" in cc) == (found.libc == "glibc")

@@ -139,6 +139,10 @@ def configure_args(version: str, options: BuildOptions, target: Target) -> list[
         "--with-readline=editline",
         # pip from the wheel bundled in the source; nothing is downloaded.
         "--with-ensurepip=install",
+        # The compiler is clang for every target. configure tells it from the whole
+        # preprocessed text of a probe, where the glibc floor header's asm lines
+        # (toolchain.GLIBC_FLOOR_HEADER) would make it unknown, and PGO silently off.
+        "ac_cv_cc_name=clang",
     ]
     if options.base == "debug":
         args.append("--with-pydebug")
