@@ -52,8 +52,9 @@ build_time_vars = {{k: _pyfreight_relocate(v) for k, v in build_time_vars.items(
 
 # A shebang that finds the interpreter from the script's own real location, wherever
 # the tree is: `{python}` is the interpreter's path relative to the script's folder.
+# realpath without `--`: busybox's (Alpine's) takes it for a file name.
 SHEBANG_TRAMPOLINE = (
-    '#!/bin/sh\n\'\'\'exec\' "$(dirname -- "$(realpath -- "$0")")/{python}" "$0" "$@"\n\' \'\'\'\n'
+    '#!/bin/sh\n\'\'\'exec\' "$(dirname -- "$(realpath "$0")")/{python}" "$0" "$@"\n\' \'\'\'\n'
 )
 
 # The install prefix as a path of its own, in any text (a shebang, `-I/install/include`,
@@ -79,8 +80,9 @@ CONFIG_SH_INSTALLED_PREFIX = """installed_prefix ()
 """
 CONFIG_SH_RELOCATABLE_PREFIX = """installed_prefix ()
 {
-    # pyfreight: the folder above the real bin/ of this script, quoted (spaces).
-    dirname -- "$(dirname -- "$(realpath -- "$1")")"
+    # pyfreight: the folder above the real bin/ of this script, quoted (spaces);
+    # realpath without --, which busybox's takes for a file name.
+    dirname -- "$(dirname -- "$(realpath "$1")")"
 }
 """
 

@@ -192,6 +192,9 @@ def _curses() -> None:
     pid, fd = pty.fork()
     if pid == 0:
         os.environ["TERM"] = "xterm"
+        # The tree's own terminal database, which a system without one (a bare musl
+        # image) needs: what docs/using the tree tells users to point TERMINFO at.
+        os.environ["TERMINFO"] = os.path.join(sys.base_prefix, "share", "terminfo")
         os.execv(sys.executable, [sys.executable, "-c", code])
     output = b""
     while True:
