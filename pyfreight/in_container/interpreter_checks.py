@@ -85,6 +85,24 @@ def _builtin() -> str:
     return f"{len(builtin)} built-in modules, {len(shared)} test-only shared modules"
 
 
+@check("an extension module loads from a shared library (wheels need it)")
+def _shared_extension() -> str:
+    # The test-only modules of lib-dynload are C extension modules compiled against the
+    # tree, loaded with dlopen as a wheel's are. A static interpreter (the C library
+    # linked in: no dynamic loader mapped) cannot, and must say so on import.
+    maps = Path("/proc/self/maps").read_text()
+    static = not any(part in maps for part in ("/ld-linux", "/ld-musl", "/libc.so"))
+    dynload = Path(sysconfig.get_path("platstdlib")) / "lib-dynload"
+    module = next(m for m in ("xxlimited", "_testcapi", "_testbuffer") if list(dynload.glob(f"{m}.*.so")))
+    try:
+        __import__(module)
+    except ImportError as exc:
+        assert static, f"import {module}: {exc}"
+        return f"static interpreter: import {module} refused ({exc})"
+    assert not static, f"a static interpreter imported {module} from a shared library"
+    return f"{module} from lib-dynload"
+
+
 @check("every stdlib module imports")
 def _imports() -> str:
     failed, count = [], 0
