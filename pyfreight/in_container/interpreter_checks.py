@@ -85,13 +85,30 @@ def _builtin() -> str:
     return f"{len(builtin)} built-in modules, {len(shared)} test-only shared modules"
 
 
+def _has_program_interpreter(executable: Path) -> bool:
+    """Whether an ELF executable names a dynamic loader (a PT_INTERP program header)."""
+    import struct
+
+    data = executable.read_bytes()
+    wide, order = data[4] == 2, "<" if data[5] == 1 else ">"
+    if wide:
+        (phoff,) = struct.unpack_from(order + "Q", data, 0x20)
+        entsize, count = struct.unpack_from(order + "HH", data, 0x36)
+    else:
+        (phoff,) = struct.unpack_from(order + "I", data, 0x1C)
+        entsize, count = struct.unpack_from(order + "HH", data, 0x2A)
+    pt_interp = 3
+    return any(
+        struct.unpack_from(order + "I", data, phoff + i * entsize)[0] == pt_interp for i in range(count)
+    )
+
+
 @check("an extension module loads from a shared library (wheels need it)")
 def _shared_extension() -> str:
     # The test-only modules of lib-dynload are C extension modules compiled against the
     # tree, loaded with dlopen as a wheel's are. A static interpreter (the C library
-    # linked in: no dynamic loader mapped) cannot, and must say so on import.
-    maps = Path("/proc/self/maps").read_text()
-    static = not any(part in maps for part in ("/ld-linux", "/ld-musl", "/libc.so"))
+    # linked in: no program interpreter) cannot, and must say so on import.
+    static = not _has_program_interpreter(Path(sys.executable).resolve())
     dynload = Path(sysconfig.get_path("platstdlib")) / "lib-dynload"
     module = next(m for m in ("xxlimited", "_testcapi", "_testbuffer") if list(dynload.glob(f"{m}.*.so")))
     try:
