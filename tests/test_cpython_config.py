@@ -150,3 +150,15 @@ def test_emulated_runs_also_skip_the_emulators_failures():
         assert pattern in native and pattern in emulated
     for pattern in suite["ignore_emulated"]:
         assert pattern in emulated and pattern not in native
+
+
+def test_cases_a_c_library_fails_are_skipped_for_its_targets_only():
+    from pyfreight.verify.check_install import test_suite_command
+    from pyfreight.verify.test_suite import load_test_suite
+
+    by_libc = load_test_suite()["ignore_libc"]
+    assert by_libc["musl"]
+    musl = test_suite_command("python3", "subset", libc="musl")
+    glibc = test_suite_command("python3", "subset", libc="glibc")
+    for pattern in by_libc["musl"]:
+        assert pattern in musl and pattern not in glibc

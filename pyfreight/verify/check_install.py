@@ -32,17 +32,23 @@ WRITABLE_COPY = "/tmp/py-copy"  # where --tests full copies the tree
 
 
 def test_suite_command(
-    python: str, which: str, has_test: Callable[[str], bool] | None = None, emulated: bool = False
+    python: str,
+    which: str,
+    has_test: Callable[[str], bool] | None = None,
+    emulated: bool = False,
+    libc: str = "glibc",
 ) -> list[str]:
     """`python -m test` (`python` as the container names it) for the subset (or the
     full suite), skipping the ignored cases listed, with their reasons, in
     cpython/test-suite.yaml (and, for an interpreter run through an emulator, the cases
-    the emulator fails). Subset tests `has_test` says this CPython does not have
-    (test_zstd before 3.14) are left out."""
+    the emulator fails; for the target's C library, the cases that library fails).
+    Subset tests `has_test` says this CPython does not have (test_zstd before 3.14) are
+    left out."""
     data = load_test_suite()
     present = [t for t in sorted(data["subset"]) if has_test is None or has_test(t)]
     args = [python, "-m", "test", "-j2", "--timeout", "900"]
     ignored = data["ignore"] | (data.get("ignore_emulated", {}) if emulated else {})
+    ignored |= data.get("ignore_libc", {}).get(libc, {})
     for pattern in sorted(ignored):
         args += ["-i", pattern]
     if which == "subset" and not present:
@@ -103,7 +109,9 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
         # Some tests write beside the stdlib (compiled files, test data); the mounted
         # tree is read-only, so the whole suite runs on a writable copy of it.
         command = shlex.join(
-            test_suite_command(f"{WRITABLE_COPY}/bin/{python}", tests, emulated=not target.native)
+            test_suite_command(
+                f"{WRITABLE_COPY}/bin/{python}", tests, emulated=not target.native, libc=target.libc
+            )
         )
         script += (
             f' && cp -a "{MOUNT}" {WRITABLE_COPY} && echo "running CPython tests (full, on a writable copy)"'
@@ -111,7 +119,9 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
         )
     elif tests != "none":
         command = shlex.join(
-            test_suite_command(f"{MOUNT}/bin/{python}", tests, _has_test(tree, python), not target.native)
+            test_suite_command(
+                f"{MOUNT}/bin/{python}", tests, _has_test(tree, python), not target.native, target.libc
+            )
         )
         script += f" && echo 'running CPython tests ({tests})' && cd /tmp && {command}"
     spec = RunSpec(
