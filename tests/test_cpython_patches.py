@@ -163,26 +163,35 @@ def test_venv_through_an_outside_symlink_finds_the_tree(minor, tmp_path, pristin
     }
 
 
-def _job(minor: str, patches: Path | None = None, monkeypatch: pytest.MonkeyPatch | None = None):
+def _job(
+    minor: str, patches: Path | None = None, monkeypatch: pytest.MonkeyPatch | None = None, options="noopt"
+):
     if patches is not None and monkeypatch is not None:
         monkeypatch.setattr(build, "CPYTHON_PATCHES_DIR", patches)
     return _cpython_job(
-        VERSIONS[minor], BuildOptions.parse("noopt"), default_target(), "# Setup\n", {}, None, None
+        VERSIONS[minor], BuildOptions.parse(options), default_target(), "# Setup\n", {}, None, None
     )
 
 
-def test_the_build_gets_only_its_versions_patches():
+def options_of(patch: Path) -> set[str]:
+    found = re.search(r"^Options:(.*)$", patch.read_text(), re.MULTILINE)
+    return set(found[1].split()) if found else set()
+
+
+@pytest.mark.parametrize("options", ["noopt", "lto+static"])
+def test_the_build_gets_only_its_versions_and_options_patches(options):
+    modifiers = set(BuildOptions.parse(options).modifiers)
     for minor in VERSIONS:
-        files = _job(minor).files
+        files = _job(minor, options=options).files
         staged = sorted(name.removeprefix("patches/") for name in files if name.startswith("patches/"))
-        assert staged == [p.name for p, v in CASES if v == minor]
+        assert staged == [p.name for p, v in CASES if v == minor and options_of(p) <= modifiers]
 
 
 def test_patches_are_in_the_cache_key(tmp_path, monkeypatch):
     patches = tmp_path / "cpython-patches"
     shutil.copytree(CPYTHON_PATCHES_DIR, patches)
     before = job_key(_job("3.14", patches, monkeypatch), IMAGE, default_target())
-    [patch] = [p for p in patches.glob("*.patch") if "3.14" in versions_of(p)]
+    [patch] = [p for p in patches.glob("*.patch") if "3.14" in versions_of(p) and not options_of(p)]
     patch.write_text(patch.read_text().replace("Why:", "Why (reworded):", 1))
     assert job_key(_job("3.14", patches, monkeypatch), IMAGE, default_target()) != before
     # a patch for another version only does not change this version's key

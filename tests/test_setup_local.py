@@ -66,6 +66,20 @@ def test_every_upstream_module_is_accounted_for(upstream):
     assert "_gdbm" in left_out
 
 
+def test_a_static_interpreter_builds_no_shared_module(upstream):
+    """A static interpreter cannot load shared modules: the test-only ones are left
+    out (disabled), and the product's modules are built in exactly as otherwise."""
+    origin, text = upstream
+    modules = parse_setup(text)
+    dynamic = render_setup_local(modules, DATA, origin)
+    static = render_setup_local(modules, DATA, origin, static_interpreter=True)
+    assert dynamic.split("*shared*")[0] == static.split("*shared*")[0]
+    shared, disabled = static.split("*shared*")[1].split("*disabled*")
+    assert not [line for line in shared.splitlines() if line.strip()]
+    left_out = {line.split()[0] for line in disabled.splitlines() if line.strip()}
+    assert {"_testcapi", "_testinternalcapi", "_ctypes_test", "xxlimited"} <= left_out
+
+
 def test_sources_come_from_upstream(upstream):
     origin, text = upstream
     modules = {m.name: m for m in parse_setup(text)}

@@ -34,8 +34,9 @@ from pyfreight.sources.fetch import fetch_source
 from pyfreight.targets import Target, build_machine_target
 
 CPYTHON_DIR = REPO_ROOT / "cpython"
-# Our patches to CPython's sources, each naming in its header (`Versions: 3.14 3.15`)
-# the pinned minor versions it applies to (docs/cpython-patches.md).
+# Our patches to CPython's sources, each naming in its header the pinned minor
+# versions it applies to (`Versions: 3.14 3.15`) and optionally the build modifiers it
+# is only for (`Options: static`); docs/cpython-patches.md.
 CPYTHON_PATCHES_DIR = REPO_ROOT / "cpython-patches"
 # Files of cpython/ the container build uses.
 RECIPE_FILES = ("build.sh", "export-build.sh", "print-vars.mk", "tkinter-tcl-library.py")
@@ -108,7 +109,7 @@ def build_cpython(
     origin = f"{src.top_dir}/Modules/Setup.stdlib.in"
     modules = parse_setup(read_member(tarball, origin).decode())
     extension_data = load_extension_data()
-    setup_local = render_setup_local(modules, extension_data, origin)
+    setup_local = render_setup_local(modules, extension_data, origin, options.static)
     deps = build_deps(required_recipes(modules, extension_data), target, ws, parallel=2, jobs=jobs)
     build_python = None
     if not target.native:
@@ -192,6 +193,10 @@ def _cpython_job(
         versions = re.search(r"^Versions:(.*)$", patch.read_text(), re.MULTILINE)
         if versions is None:
             raise PyfreightError(f"{patch}: its header has no 'Versions:' line")
+        # `Options: static`: only for builds with every modifier named there.
+        only = re.search(r"^Options:(.*)$", patch.read_text(), re.MULTILINE)
+        if only and not set(only[1].split()) <= set(options.modifiers):
+            continue
         if src.minor in versions[1].split():
             files[f"patches/{patch.name}"] = patch
     if pgo_profile:

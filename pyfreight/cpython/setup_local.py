@@ -73,9 +73,12 @@ def load_extension_data(path: Path = EXTENSIONS_FILE) -> ExtensionData:
     )
 
 
-def render_setup_local(modules: list[SetupModule], data: ExtensionData, origin: str) -> str:
+def render_setup_local(
+    modules: list[SetupModule], data: ExtensionData, origin: str, static_interpreter: bool = False
+) -> str:
     """Setup.local text: every module of the product static, the test-only ones
-    *shared*, the excluded ones in *disabled*. Raises when a module is not accounted for."""
+    *shared* (or, for a static interpreter, which cannot load them, *disabled*), the
+    excluded ones in *disabled*. Raises when a module is not accounted for."""
     unknown = sorted(m.name for m in modules if not data.accounts_for(m.name))
     if unknown:
         raise PyfreightError(
@@ -95,9 +98,12 @@ def render_setup_local(modules: list[SetupModule], data: ExtensionData, origin: 
             raise PyfreightError(f"cpython/extensions.yaml: {module.name}: no '=' allowed in flags")
         lines.append(" ".join(words))
     lines += ["", "*shared*"]
-    lines += [" ".join([m.name, *m.words]) for m in sorted(shared, key=lambda m: m.name)]
+    if not static_interpreter:
+        lines += [" ".join([m.name, *m.words]) for m in sorted(shared, key=lambda m: m.name)]
     lines.append("")
     lines.append("*disabled*")
+    if static_interpreter:
+        lines += [f"{m.name}  # test-only, and a static interpreter loads no shared module" for m in shared]
     for module in sorted(modules, key=lambda m: m.name):
         if module.name in data.excluded:
             lines.append(f"{module.name}  # {data.excluded[module.name]}")

@@ -209,14 +209,21 @@ def _compression() -> None:
 
 
 @check("ctypes calls into libc")
-def _ctypes() -> None:
+def _ctypes() -> str:
     import ctypes
-    import ctypes.util
 
-    libc = ctypes.CDLL(None)
-    assert libc.strlen(b"pyfreight") == 9
     callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(lambda x: x * 2)
     assert callback(21) == 42
+    buffer = ctypes.create_string_buffer(9)
+    ctypes.memmove(buffer, b"pyfreight", 9)  # libc's memmove, through libffi
+    assert buffer.raw == b"pyfreight"
+    if not _has_program_interpreter(Path(sys.executable).resolve()):
+        # static: nothing can be opened with dlopen, the program itself included
+        assert ctypes.pythonapi is None, ctypes.pythonapi
+        return "static interpreter: libffi calls and callbacks; no dlopen, pythonapi is None"
+    libc = ctypes.CDLL(None)
+    assert libc.strlen(b"pyfreight") == 9
+    return "CDLL(None).strlen, libffi calls and callbacks"
 
 
 @check("curses initscr on a pseudo-terminal")
