@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pyfreight import toolchain
-from pyfreight.container.images import BuildImage
+from pyfreight.container.build_image import BuildImage
 from pyfreight.deps.recipe_build import recipe_key
 from pyfreight.sources.recipes import load_recipe
 from pyfreight.targets import default_target

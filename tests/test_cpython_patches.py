@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from pyfreight.container.images import BuildImage
+from pyfreight.container.build_image import BuildImage
+from pyfreight.container.build_job import job_key
 from pyfreight.cpython import build
 from pyfreight.cpython.build import CPYTHON_PATCHES_DIR, _cpython_job
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.versions import load_versions
-from pyfreight.deps.container_build import job_key
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import open_tar
 from pyfreight.paths import default_workspace

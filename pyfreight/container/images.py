@@ -20,12 +20,12 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pyfreight import toolchain
 from pyfreight.container import docker, glibc_floor, libc_only_image, libc_sysroot
+from pyfreight.container.build_image import BuildImage
 from pyfreight.container.run import RunSpec, run
 from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
@@ -35,17 +35,10 @@ from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import DOCKERFILES_DIR, Workspace
 from pyfreight.sources.mirrors import DebianMirrors, find_debian_mirrors
-from pyfreight.targets import Target
+from pyfreight.targets import Target, build_machine_target
 
 SPEC_FILE = DOCKERFILES_DIR / "images.yaml"
 BINFMT_MISC = Path("/proc/sys/fs/binfmt_misc")
-
-
-@dataclass(frozen=True)
-class BuildImage:
-    tag: str
-    image_id: str
-    manifest: Path
 
 
 def load_spec() -> dict[str, Any]:
@@ -243,7 +236,9 @@ def _ensure_sysroot(target: Target, ws: Workspace, mirrors: DebianMirrors) -> Pa
             if (rootfs / found).exists() or (rootfs / found).is_symlink():
                 members += _tree_members(name, rootfs / found)
         if libc_sysroot.libc_recipe(target) is not None:
-            members += libc_sysroot.build_libc_into(target, ws, Path(tmp) / "libc")
+            # built in the build machine's own image: a C library builds freestanding
+            builder = ensure_images(ws, build_machine_target())
+            members += libc_sysroot.build_libc_into(target, ws, Path(tmp) / "libc", builder)
         if target.libc == "glibc":
             members += _floor_header(rootfs, target, Path(tmp) / "floor")
         write_tar(out, members, epoch=0)
@@ -355,9 +350,9 @@ def ensure_runtime_image(ws: Workspace, target: Target) -> str:
     spec = load_spec()
     tag = runtime_tag(spec, target)
     if not docker.image_id(tag) and target.runtime_tools is not None:
-        ensure_images(ws, target)  # the sysroot, whose loader and C library it holds
+        image = ensure_images(ws, target)  # and the sysroot, whose loader and C library it holds
         sysroot_tar = ws.images / f"sysroot-{sysroot_digest(target)}.tar"
-        return libc_only_image.ensure_libc_only_image(tag, target, ws, sysroot_tar)
+        return libc_only_image.ensure_libc_only_image(tag, target, ws, sysroot_tar, image)
     if not docker.image_id(tag):
         architecture = None if target.native else target.debian_architecture
         mirrors = find_debian_mirrors()

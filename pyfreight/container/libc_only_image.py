@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from pyfreight.container import docker, libc_sysroot
+from pyfreight.container.build_image import BuildImage
 from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
@@ -42,7 +43,10 @@ def _sysroot_file(sysroot_tar: Path, name: str) -> bytes:
     raise PyfreightError(f"{sysroot_tar.name}: too many symlinks at {name}")
 
 
-def ensure_libc_only_image(tag: str, target: Target, ws: Workspace, sysroot_tar: Path) -> str:
+def ensure_libc_only_image(
+    tag: str, target: Target, ws: Workspace, sysroot_tar: Path, image: BuildImage
+) -> str:
+    """The image `tag`, made if missing; the tools are built in `image` (the target's)."""
     if docker.image_id(tag):
         return tag
     assert target.runtime_tools is not None
@@ -51,7 +55,7 @@ def ensure_libc_only_image(tag: str, target: Target, ws: Workspace, sysroot_tar:
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("rootfs")) as tmp:
         rootfs = Path(tmp) / "rootfs"
-        libc_sysroot.build_platform_recipe(recipe, target, target, ws, rootfs)
+        libc_sysroot.build_platform_recipe(recipe, image, target, ws, rootfs)
         shutil.rmtree(rootfs / "share", ignore_errors=True)  # the tools' licenses: not needed here
         loader = rootfs / "lib" / target.loader
         loader.parent.mkdir(exist_ok=True)

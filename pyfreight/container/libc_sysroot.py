@@ -12,13 +12,17 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from pyfreight.container.build_image import BuildImage
+from pyfreight.container.build_job import BuildJob, run_build_job
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import walk_sorted
 from pyfreight.hashing import file_sha256
 from pyfreight.logs import say
 from pyfreight.paths import REPO_ROOT, Workspace
+from pyfreight.sources.fetch import fetch_source
 from pyfreight.sources.recipes import Recipe, load_recipe
 from pyfreight.targets import Target
+from pyfreight.toolchain import default_jobs
 
 PLATFORM_DIR = REPO_ROOT / "platform"
 # The build of a C library is small; its epoch is fixed, the sysroot tarball's is 0.
@@ -53,34 +57,25 @@ def libc_digest(target: Target) -> dict[str, object] | None:
 
 
 def build_platform_recipe(
-    recipe: Recipe, image_target: Target, target: Target, ws: Workspace, dest: Path
+    recipe: Recipe, image: BuildImage, target: Target, ws: Workspace, dest: Path
 ) -> None:
-    """Builds `recipe` for `target` in the build image of `image_target` and copies
-    what it installed into `dest` (created)."""
-    # Imported here: the build machinery itself needs the images module.
-    from pyfreight.container.images import ensure_images
-    from pyfreight.deps.container_build import run_build_job
-    from pyfreight.deps.recipe_build import recipe_job
-    from pyfreight.sources.fetch import fetch_source
-    from pyfreight.toolchain import default_jobs
-
+    """Builds `recipe` for `target` in `image` and copies what it installed into
+    `dest` (created)."""
     for source in recipe.sources:
         fetch_source(source, ws.downloads, log=say)
-    image = ensure_images(ws, image_target)
     log = ws.logs / f"{recipe.name}-{recipe.version}-{target.triple}-platform.log"
     say(f"  {recipe.name} {recipe.version} for {target.triple} (log: {log})")
-    with run_build_job(recipe_job(recipe, {}), image, target, default_jobs(), EPOCH, ws, log) as finished:
+    job = BuildJob.from_recipe(recipe, {})
+    with run_build_job(job, image, target, default_jobs(), EPOCH, ws, log) as finished:
         shutil.copytree(finished.prefix, dest, symlinks=True)
 
 
-def build_libc_into(target: Target, ws: Workspace, dest: Path) -> list[tuple[str, Path]]:
-    """Builds the target's C library and lays it out under `dest` as the sysroot has
-    it; returns the sysroot members (name, path) it adds."""
-    from pyfreight.targets import build_machine_target
-
+def build_libc_into(target: Target, ws: Workspace, dest: Path, image: BuildImage) -> list[tuple[str, Path]]:
+    """Builds the target's C library in `image` (the build machine's) and lays it out
+    under `dest` as the sysroot has it; returns the sysroot members (name, path)."""
     recipe = libc_recipe(target)
     assert recipe is not None
-    build_platform_recipe(recipe, build_machine_target(), target, ws, dest / "usr")
+    build_platform_recipe(recipe, image, target, ws, dest / "usr")
     loader = dest / "usr" / "lib" / target.loader
     if not loader.is_symlink() and not loader.is_file():
         raise PyfreightError(f"{recipe.name}: its build installed no lib/{target.loader}")

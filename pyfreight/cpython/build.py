@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight.container import images
+from pyfreight.container.build_job import BuildJob, job_key, run_build_job
 from pyfreight.cpython import relocate
 from pyfreight.cpython.options import INSTALL_PREFIX, BuildOptions, compiler_env, configure_args
 from pyfreight.cpython.progress import CPythonPhases
@@ -21,7 +22,6 @@ from pyfreight.cpython.setup_local import (
     required_recipes,
 )
 from pyfreight.cpython.versions import CPythonSource, cpython_source
-from pyfreight.deps.container_build import BuildJob, job_key, run_build_job
 from pyfreight.deps.recipe_build import Artifact
 from pyfreight.deps.scheduler import build_deps
 from pyfreight.errors import PyfreightError

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight import toolchain
-from pyfreight.container.images import BuildImage
-from pyfreight.deps.container_build import BuildJob, job_key, run_build_job
+from pyfreight.container.build_image import BuildImage
+from pyfreight.container.build_job import BuildJob, job_key, run_build_job
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.arfile import nondeterministic_members
 from pyfreight.formats.tarball import newest_mtime, walk_sorted, write_tar
@@ -54,17 +54,7 @@ def artifact_stem(recipe: Recipe, target: Target) -> str:
 def recipe_job(
     recipe: Recipe, dependency_keys: dict[str, str], artifacts: list[Path] | None = None
 ) -> BuildJob:
-    """The build of `recipe`: its folder's files, its sources, the keys of the recipes it
-    names and the artifacts unpacked for it (those and their own dependencies)."""
-    return BuildJob(
-        name=recipe.name,
-        version=recipe.version,
-        sources=recipe.sources,
-        files={p.relative_to(recipe.directory).as_posix(): p for p in recipe.files()},
-        license_files=recipe.license_files,
-        dependency_keys=dependency_keys,
-        dependency_artifacts=artifacts or [],
-    )
+    return BuildJob.from_recipe(recipe, dependency_keys, artifacts or [])
 
 
 def recipe_key(recipe: Recipe, image: BuildImage, target: Target, dependency_keys: dict[str, str]) -> str:

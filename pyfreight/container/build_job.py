@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyfreight import toolchain
-from pyfreight.container.images import BuildImage
+from pyfreight.container.build_image import BuildImage
+from pyfreight.container.cachekey import artifact_key
 from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.deps.cachekey import artifact_key
 from pyfreight.formats.tarball import extract, walk_sorted
 from pyfreight.hashing import bytes_sha256, file_sha256
 from pyfreight.leftovers import owned
 from pyfreight.paths import PACKAGE_DIR, Workspace
 from pyfreight.sources.fetch import copy_verified
-from pyfreight.sources.recipes import Source
+from pyfreight.sources.recipes import Recipe, Source
 from pyfreight.targets import Target
 
 ENTRY_SCRIPT = PACKAGE_DIR / "container" / "entry.sh"
@@ -51,6 +51,22 @@ class BuildJob:
     dependency_artifacts: Sequence[Path] = ()
     outputs: Sequence[str] = ()  # extra writable folders, by their path in the container
     host_code: Mapping[str, Path] = field(default_factory=dict)  # host code that shapes the artifact
+
+    @classmethod
+    def from_recipe(
+        cls, recipe: Recipe, dependency_keys: Mapping[str, str], artifacts: Sequence[Path] = ()
+    ) -> BuildJob:
+        """The build of `recipe`: its folder's files, its sources, the keys of the recipes
+        it names and the artifacts unpacked for it (those and their own dependencies)."""
+        return cls(
+            name=recipe.name,
+            version=recipe.version,
+            sources=recipe.sources,
+            files={p.relative_to(recipe.directory).as_posix(): p for p in recipe.files()},
+            license_files=recipe.license_files,
+            dependency_keys=dependency_keys,
+            dependency_artifacts=artifacts,
+        )
 
 
 def _digest(item: Path | bytes) -> str:
