@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pyfreight.targets import default_target
+from pyfreight.targets import all_targets, default_target
 from pyfreight.verify.validate import _interpreter_problems, validate
 
 HOST_BINARY = Path(shutil.which("ls") or "/bin/ls")  # built against the host's newer glibc
@@ -169,6 +169,24 @@ def test_interpreter_hardening_follows_the_build_options(tmp_path, flags, pie):
     ]
     bare = _messages(_interpreter_problems(_tree_with(tmp_path / "b", plain), "python/install", None))
     assert any("no stack protector" in m for m in bare) and any("no _FORTIFY_SOURCE" in m for m in bare)
+
+
+def test_fortify_is_asked_of_glibc_interpreters_only_and_nothing_of_static_ones(tmp_path):
+    """musl has no checking functions (__*_chk) to call; a static interpreter imports
+    nothing at all, so neither check can see anything in it."""
+    source = tmp_path / "main.c"
+    source.write_text('#include <stdio.h>\nint main(void) { puts("x"); return 0; }\n')
+    protected, static = tmp_path / "protected", tmp_path / "static"
+    subprocess.run(
+        ["gcc", "-O2", "-fstack-protector-all", "-U_FORTIFY_SOURCE", str(source), "-o", protected], check=True
+    )
+    subprocess.run(["gcc", "-O2", "-static", "-fno-stack-protector", str(source), "-o", static], check=True)
+    tree = _tree_with(tmp_path / "p", protected)
+    musl = next(t for t in all_targets().values() if t.libc == "musl")
+    assert _messages(_interpreter_problems(tree, "python/install", None, musl)) == []
+    glibc = _messages(_interpreter_problems(tree, "python/install", None, default_target()))
+    assert len(glibc) == 1 and "no _FORTIFY_SOURCE" in glibc[0]
+    assert _interpreter_problems(_tree_with(tmp_path / "s", static), "python/install", None) == []
 
 
 def test_objects_of_the_full_archive_are_held_to_the_ceiling(tmp_path):

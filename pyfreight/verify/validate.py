@@ -247,10 +247,14 @@ def _hardening(elf: ELFFile, member: str) -> list[Problem]:
     return problems
 
 
-def _interpreter_problems(install: Path, prefix: str, build_options: str | None) -> list[Problem]:
+def _interpreter_problems(
+    install: Path, prefix: str, build_options: str | None, spec: Target | None = None
+) -> list[Problem]:
     """Hardening of the interpreter executable that the flags promise: a stack
     protector and _FORTIFY_SOURCE leave imports of glibc's checking functions, and the
-    executable is a PIE exactly when its build options say so (docs/performance.md)."""
+    executable is a PIE exactly when its build options say so (docs/performance.md).
+    musl has no checking functions to call; a static interpreter imports nothing, so
+    neither can be seen in it."""
     exe = (install / "bin" / "python3").resolve()
     if not exe.is_file() or not exe.is_relative_to(install.resolve()):
         return []  # reported by the symlink rules
@@ -260,14 +264,16 @@ def _interpreter_problems(install: Path, prefix: str, build_options: str | None)
             elf = ELFFile(fh)
             e_type = elf["e_type"]
             imported = _imported_symbols(elf)
+            dynamic = any(segment["p_type"] == "PT_INTERP" for segment in elf.iter_segments())
         except ELFError:
             return []  # reported by the ELF rules
     problems = []
-    if "__stack_chk_fail" not in imported:
+    if dynamic and "__stack_chk_fail" not in imported:
         problems.append(Problem(member, "no stack protector (__stack_chk_fail is never called)"))
-    if not any(
+    fortified = any(
         name.startswith("__") and name.endswith("_chk") and name != "__stack_chk_fail" for name in imported
-    ):
+    )
+    if dynamic and (spec is None or spec.libc == "glibc") and not fortified:
         problems.append(Problem(member, "no _FORTIFY_SOURCE (no glibc __*_chk function is called)"))
     if build_options is not None:
         try:
@@ -441,6 +447,6 @@ def validate(archive: Path, target: str | None = None, limits: Limits = DEFAULT_
             problems += _crt_problems(document or {}, install, spec)
         said_options = (document or {}).get("build_options") if full else None
         problems += _interpreter_problems(
-            install, prefix, said_options if isinstance(said_options, str) else None
+            install, prefix, said_options if isinstance(said_options, str) else None, spec
         )
     return problems
