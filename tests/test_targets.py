@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -219,3 +220,15 @@ def test_compiler_commands_hold_the_targets_own_flags(found):
     assert found.compiler_flags in cc
     # glibc targets are held to their ceiling by the floor header; musl has no versions
     assert (f"-include {GLIBC_FLOOR_HEADER}" in cc) == (found.libc == "glibc")
+
+
+def test_a_static_interpreter_belongs_to_the_target_whose_libc_links_statically(tmp_path):
+    """A static executable names no loader; of the targets of its ELF machine, the one
+    whose C library links statically is its target (x86_64: musl)."""
+    source = tmp_path / "main.c"
+    source.write_text("int main(void) { return 0; }\n")
+    subprocess.run(["gcc", "-static", str(source), "-o", str(tmp_path / "static")], check=True)
+    machine = default_target().elf_machine
+    [static_target] = [t for t in all_targets().values() if t.elf_machine == machine and t.static_linking]
+    assert tree_target(tmp_path / "static") is static_target
+    assert tree_target(Path(sys.executable).resolve()) is default_target()

@@ -128,12 +128,18 @@ def interpreter_identity(executable: Path) -> tuple[str, str | None]:
 
 
 def tree_target(executable: Path) -> Target:
-    """The target an interpreter was built for, from its ELF machine and loader,
-    matched against targets/*.yaml."""
+    """The target an interpreter was built for, from its ELF machine and loader (for a
+    static one, its machine and a C library that links statically), matched against
+    targets/*.yaml."""
     machine, loader = interpreter_identity(executable)
     for found in all_targets().values():
         if found.elf_machine == machine and found.loader == loader:
             return found
+    # A static executable names no loader: the target of that machine whose C library
+    # links statically (musl's), when there is exactly one.
+    static = [t for t in all_targets().values() if t.elf_machine == machine and t.static_linking]
+    if loader is None and len(static) == 1:
+        return static[0]
     raise PyfreightError(
         f"{executable}: an ELF {machine} executable with loader {loader or '(none)'}, "
         "which no target of targets/*.yaml describes"
