@@ -107,16 +107,23 @@ def _has_program_interpreter(executable: Path) -> bool:
 def _shared_extension() -> str:
     # The test-only modules of lib-dynload are C extension modules compiled against the
     # tree, loaded with dlopen as a wheel's are. A static interpreter (the C library
-    # linked in: no program interpreter) cannot, and must say so on import.
-    static = not _has_program_interpreter(Path(sys.executable).resolve())
+    # linked in: no program interpreter) has none and cannot load any: it must refuse.
+    if not _has_program_interpreter(Path(sys.executable).resolve()):
+        import importlib.machinery
+
+        with tempfile.TemporaryDirectory() as tmp:
+            Path(tmp, "pf_shared" + importlib.machinery.EXTENSION_SUFFIXES[0]).write_bytes(b"\x7fELF")
+            sys.path.insert(0, tmp)
+            try:
+                __import__("pf_shared")
+            except ImportError as exc:
+                return f"static interpreter: a shared module is refused ({exc})"
+            finally:
+                sys.path.remove(tmp)
+        raise AssertionError("a static interpreter imported a shared module")
     dynload = Path(sysconfig.get_path("platstdlib")) / "lib-dynload"
     module = next(m for m in ("xxlimited", "_testcapi", "_testbuffer") if list(dynload.glob(f"{m}.*.so")))
-    try:
-        __import__(module)
-    except ImportError as exc:
-        assert static, f"import {module}: {exc}"
-        return f"static interpreter: import {module} refused ({exc})"
-    assert not static, f"a static interpreter imported {module} from a shared library"
+    __import__(module)
     return f"{module} from lib-dynload"
 
 
