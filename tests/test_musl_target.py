@@ -7,7 +7,6 @@ sysroot's own loader and the programs."""
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import tarfile
 from pathlib import Path
@@ -15,14 +14,11 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from pyfreight.container.images import ensure_images
-from pyfreight.deps.scheduler import build_deps
 from pyfreight.formats.elf import elf_facts, interpreter_identity
-from pyfreight.paths import Workspace, default_workspace
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import Target, all_targets
 from pyfreight.toolchain import compiler_commands
-from tests.in_image import bash_in_image
+from tests.in_image import bash_in_image, zlib_from_scratch
 
 pytestmark = pytest.mark.container
 MUSL = [t for t in all_targets().values() if t.libc == "musl"]
@@ -50,15 +46,7 @@ int main(void) {
 @pytest.fixture(scope="module", params=MUSL, ids=[t.triple for t in MUSL])
 def musl_zlib(request, tmp_path_factory):
     target: Target = request.param
-    image = ensure_images(default_workspace(), target)
-    ws = Workspace(tmp_path_factory.mktemp("empty") / "build")
-    downloads = default_workspace().downloads
-    if downloads.is_dir():  # verified downloads as a mirror; they are verified again
-        os.environ["PYFREIGHT_MIRRORS"] = str(downloads)
-    built = build_deps(["zlib"], target, ws, jobs=os.cpu_count() or 1)
-    prefix = tmp_path_factory.mktemp("prefix")
-    with tarfile.open(built.artifacts["zlib"].path) as tar:
-        tar.extractall(prefix, filter="tar")
+    image, built, prefix = zlib_from_scratch(target, tmp_path_factory)
     return target, image, built, prefix
 
 
