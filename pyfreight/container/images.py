@@ -2,11 +2,13 @@
 
 - base:    debootstrap of the pinned suite, `docker import`ed;
 - sysroot: per target (targets/*.yaml): the pinned C library packages of the target's
-           suite and architecture, absolute symlinks made relative, cut down to what
-           compilers read, as a tarball;
+           suite and architecture (or, for musl, Debian's kernel headers and musl built
+           from platform/), absolute symlinks made relative, cut down to what
+           compilers read, with glibc's floor header, as a tarball;
 - build:   per target: dockerfiles/build.Dockerfile on the base, the pinned toolchain
            and the target's sysroot;
-- runtime: the suite installs are checked in, of the target's architecture.
+- runtime: the suite installs are checked in, of the target's architecture; for a
+           target with `runtime_tools` (musl), an image with no glibc at all.
 
 Each tag is a hash of its inputs, so a changed pin makes a new image and an unchanged
 one is reused."""
