@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -41,6 +41,18 @@ def run_logged(args: Sequence[str], log: Path, what: str, stdin: IO[bytes] | Non
         proc = subprocess.run(args, stdout=fh, stderr=subprocess.STDOUT, stdin=stdin, env=DOCKER_ENV)
     if proc.returncode != 0:
         raise PyfreightError(f"{what} failed (exit {proc.returncode}); last lines of {log}:\n{tail(log, 50)}")
+
+
+def import_rootfs(
+    rootfs: Path, tag: str, env: Mapping[str, str], log: Path, tar_options: Sequence[str] = ()
+) -> None:
+    """`docker import`s the folder `rootfs` as the image `tag`, whose containers start
+    with `env`; `tar_options` shape the tar stream (owners, order)."""
+    tar = subprocess.Popen(["tar", "-C", str(rootfs), *tar_options, "-c", "."], stdout=subprocess.PIPE)
+    changes = [x for k, v in sorted(env.items()) for x in ("--change", f"ENV {k}={v}")]
+    run_logged(["docker", "import", *changes, "-", tag], log, f"docker import {tag}", stdin=tar.stdout)
+    if tar.wait() != 0:
+        raise PyfreightError(f"tar of {rootfs} for {tag} failed; see {log}")
 
 
 def image_id(tag: str) -> str | None:

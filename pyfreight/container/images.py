@@ -159,13 +159,7 @@ def _ensure_rootfs_image(
             architecture,
         )
         (rootfs / "etc/apt/sources.list").write_text(_apt_sources(base["suite"], mirrors))
-        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-        changes = [x for k, v in sorted((env or {}).items()) for x in ("--change", f"ENV {k}={v}")]
-        docker.run_logged(
-            ["docker", "import", *changes, "-", tag], log, f"docker import {tag}", stdin=tar.stdout
-        )
-        if tar.wait() != 0:
-            raise PyfreightError(f"tar of the {base['suite']} rootfs failed; see {log}")
+        docker.import_rootfs(rootfs, tag, env or {}, log)
     return tag
 
 

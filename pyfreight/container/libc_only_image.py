@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import posixpath
 import shutil
-import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
@@ -68,15 +67,6 @@ def ensure_libc_only_image(
             (rootfs / name).mkdir(parents=True, exist_ok=True)
             (rootfs / name).chmod(mode)
         # tar keeps the modes (/tmp's sticky bit); the owner is root, as in any rootfs.
-        tar = subprocess.Popen(
-            ["tar", "-C", str(rootfs), "--owner=0", "--group=0", "--sort=name", "-c", "."],
-            stdout=subprocess.PIPE,
-        )
-        changes = [x for k, v in sorted(target.emulator_env.items()) for x in ("--change", f"ENV {k}={v}")]
         log = ws.logs / f"image-{tag.replace(':', '-')}.log"
-        docker.run_logged(
-            ["docker", "import", *changes, "-", tag], log, f"docker import {tag}", stdin=tar.stdout
-        )
-        if tar.wait() != 0:
-            raise PyfreightError(f"tar of the {target.triple} runtime rootfs failed")
+        docker.import_rootfs(rootfs, tag, target.emulator_env, log, ["--owner=0", "--group=0", "--sort=name"])
     return tag
