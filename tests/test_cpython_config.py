@@ -154,6 +154,18 @@ def test_emulated_runs_also_skip_the_emulators_failures():
         assert pattern in emulated and pattern not in native
 
 
+def test_cases_a_static_program_fails_are_skipped_for_static_interpreters_only():
+    from pyfreight.verify.check_install import test_suite_command
+    from pyfreight.verify.test_suite import load_test_suite
+
+    static_only = load_test_suite()["ignore_static"]
+    assert static_only
+    static = test_suite_command("python3", "subset", libc="musl", static=True)
+    dynamic = test_suite_command("python3", "subset", libc="musl")
+    for pattern in static_only:
+        assert pattern in static and pattern not in dynamic
+
+
 def test_cases_a_c_library_fails_are_skipped_for_its_targets_only():
     from pyfreight.verify.check_install import test_suite_command
     from pyfreight.verify.test_suite import load_test_suite

@@ -232,3 +232,33 @@ def test_crt_features_must_say_what_the_tree_needs(tmp_path):
         "crt_features say ['glibc-dynamic', 'glibc-max-symbol-version:2.17'], but the tree's ELF files need"
     )
     assert _has(problems, "python/PYTHON.json", said), _messages(problems)
+
+
+def test_a_static_interpreter_exports_nothing_but_its_sbom_names_the_c_library(tmp_path):
+    """A fully static interpreter loads no extension module, so it owes no C API
+    exports; it carries the C library's code, so the SBOM must name that library (musl
+    for the musl target), and then the license rule asks for its license text."""
+    source = tmp_path / "p.c"
+    source.write_text("int main(void) { return 0; }\n")
+    static = tmp_path / "static"
+    subprocess.run(["gcc", "-O2", "-static", str(source), "-o", static], check=True)
+
+    def problems_with(components: list[str]) -> list:
+        sbom = {"components": [{"name": name} for name in components]}
+        archive = _archive(
+            tmp_path / f"x{len(components)}-full.tar.gz",
+            {
+                "python/PYTHON.json": json.dumps({"crt_features": ["static"]}),
+                "python/licenses/sbom.cdx.json": json.dumps(sbom),
+                "python/install/bin/python3.14": static.read_bytes(),
+            },
+            {"python/install/bin/python3": "python3.14", "python/install/bin/python": "python3.14"},
+        )
+        return validate(archive, target="x86_64-unknown-linux-musl")
+
+    without = problems_with(["cpython"])
+    assert _has(without, "python/licenses/sbom.cdx.json", "names no musl"), _messages(without)
+    assert not any("C API" in p.message for p in without), _messages(without)
+    named = problems_with(["cpython", "musl"])
+    assert not any("names no musl" in p.message for p in named), _messages(named)
+    assert _has(named, "python/licenses/musl/", "no license text"), _messages(named)

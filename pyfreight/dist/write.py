@@ -24,7 +24,7 @@ from typing import Any
 
 from pyfreight.leftovers import owned
 from pyfreight import toolchain
-from pyfreight.container import images
+from pyfreight.container import images, libc_sysroot
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import CPythonBuild
 from pyfreight.cpython.buildinfo import read_build_info
@@ -47,7 +47,8 @@ from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.records import driver_code_digest, record_matches, write_record
-from pyfreight.sources.recipes import load_all
+from pyfreight.sources.fetch import fetch_source
+from pyfreight.sources.recipes import Recipe, load_all
 from pyfreight.targets import Target
 from pyfreight.targets import target as target_of
 
@@ -146,6 +147,37 @@ def _stage_dependencies(build: CPythonBuild, scratch: Path) -> tuple[dict[str, L
     return libraries, members
 
 
+def _linked_libc(build: CPythonBuild, ws: Workspace, scratch: Path) -> tuple[Recipe | None, Members]:
+    """For a fully static interpreter, the C library built into it (the target's
+    sysroot.libc_recipe, e.g. musl) and its license texts as archive members: the
+    executable carries that library's code, so the archive carries its license. A
+    dynamically linked interpreter uses the system's C library and bundles none."""
+    target = target_of(build.target)
+    recipe = libc_sysroot.libc_recipe(target) if build.options.static else None
+    if recipe is None:
+        return None, []
+    members: Members = []
+    for license_file in recipe.license_files:
+        # The license files are named as the recipe's source tarball holds them
+        # (sha256-verified again here before it is read).
+        texts = []
+        for source in recipe.sources:
+            fetch_source(source, ws.downloads, log=say)
+            try:
+                texts.append(read_member(ws.downloads / source.file, license_file))
+            except KeyError:
+                continue
+        if not texts:
+            raise PyfreightError(
+                f"platform/{recipe.name}/recipe.yaml: license file {license_file!r} is in none of its sources"
+            )
+        path = scratch / recipe.name / Path(license_file).name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(texts[0])
+        members.append((f"licenses/{recipe.name}/{path.name}", path))
+    return recipe, members
+
+
 def write_distribution(
     build: CPythonBuild, ws: Workspace, dist: Path, release: str | None = None
 ) -> Distribution:
@@ -192,6 +224,8 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("dist")) as tmp:
         scratch = Path(tmp)
         libraries, dep_members = _stage_dependencies(build, scratch / "deps")
+        libc, libc_members = _linked_libc(build, ws, scratch / "libc")
+        dep_members += libc_members
         cpython_license = tree / "lib" / python / "LICENSE.txt"
         if not cpython_license.is_file():
             raise PyfreightError(f"{cpython_license} is missing: the install has no CPython license text")
@@ -216,7 +250,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
         python_json.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
         full, install_only, stripped = paths[FULL], paths[INSTALL_ONLY], paths[INSTALL_ONLY_STRIPPED]
         sbom_file = scratch / "sbom.cdx.json"
-        sbom_document = _sbom(build, full.name, libraries, document, epoch, ws)
+        sbom_document = _sbom(build, full.name, libraries, document, epoch, ws, libc)
         sbom_file.write_text(json.dumps(sbom_document, indent=2) + "\n")
 
         members = [
@@ -256,10 +290,16 @@ def _sbom(
     document: dict,
     epoch: int,
     ws: Workspace,
+    libc: Recipe | None,
 ) -> dict:
-    """The CycloneDX SBOM: the dependency closure, and which of it CPython's modules link."""
+    """The CycloneDX SBOM: the dependency closure (and a C library linked in), and
+    which of it CPython's modules link."""
     recipes = load_all()
-    linked = {
+    bundled = {name: recipes[name] for name in build.dependencies}
+    if libc is not None:
+        bundled[libc.name] = libc
+    linked = {libc.name} if libc is not None else set()
+    linked |= {
         libraries[link["name"]].recipe
         for (variant,) in document["build_info"]["extensions"].values()
         for link in variant["links"]
@@ -271,7 +311,7 @@ def _sbom(
             archive_name=archive_name,
             cpython_version=build.source.version,
             cpython_source=build.source.source,
-            recipes={name: recipes[name] for name in build.dependencies},
+            recipes=bundled,
             linked_by_cpython=linked,
             image_tag=image.tag,
             image_manifest=image.manifest.read_text(),

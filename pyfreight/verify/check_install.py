@@ -18,7 +18,7 @@ from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import CPythonBuild
 from pyfreight.cpython.relocate import installed_python_name
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.elf import check_tree, tree_target
+from pyfreight.formats.elf import check_tree, interpreter_identity, tree_target
 from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
@@ -37,11 +37,13 @@ def test_suite_command(
     has_test: Callable[[str], bool] | None = None,
     emulated: bool = False,
     libc: str = "glibc",
+    static: bool = False,
 ) -> list[str]:
     """`python -m test` (`python` as the container names it) for the subset (or the
     full suite), skipping the ignored cases listed, with their reasons, in
     cpython/test-suite.yaml (and, for an interpreter run through an emulator, the cases
-    the emulator fails; for the target's C library, the cases that library fails).
+    the emulator fails; for the target's C library, the cases that library fails; for a
+    fully static interpreter, the cases a static program fails).
     Subset tests `has_test` says this CPython does not have (test_zstd before 3.14) are
     left out."""
     data = load_test_suite()
@@ -49,6 +51,7 @@ def test_suite_command(
     args = [python, "-m", "test", "-j2", "--timeout", "900"]
     ignored = data["ignore"] | (data.get("ignore_emulated", {}) if emulated else {})
     ignored |= data.get("ignore_libc", {}).get(libc, {})
+    ignored |= data.get("ignore_static", {}) if static else {}
     for pattern in sorted(ignored):
         args += ["-i", pattern]
     if which == "subset" and not present:
@@ -92,6 +95,7 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
             f"{tree} has no test package (install_only_stripped archives leave it out): use --tests none"
         )
     target = tree_target(tree / "bin" / python)
+    static = interpreter_identity(tree / "bin" / python)[1] is None
     facts, problems = check_tree(tree, target)
     newest = max((f.glibc for f in facts if f.glibc), default=None)
     say(f"ELF files: {len(facts)}; newest GLIBC needed: {'.'.join(map(str, newest or ()))}")
@@ -110,7 +114,11 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
         # tree is read-only, so the whole suite runs on a writable copy of it.
         command = shlex.join(
             test_suite_command(
-                f"{WRITABLE_COPY}/bin/{python}", tests, emulated=not target.native, libc=target.libc
+                f"{WRITABLE_COPY}/bin/{python}",
+                tests,
+                emulated=not target.native,
+                libc=target.libc,
+                static=static,
             )
         )
         script += (
@@ -120,7 +128,12 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
     elif tests != "none":
         command = shlex.join(
             test_suite_command(
-                f"{MOUNT}/bin/{python}", tests, _has_test(tree, python), not target.native, target.libc
+                f"{MOUNT}/bin/{python}",
+                tests,
+                _has_test(tree, python),
+                emulated=not target.native,
+                libc=target.libc,
+                static=static,
             )
         )
         script += f" && echo 'running CPython tests ({tests})' && cd /tmp && {command}"

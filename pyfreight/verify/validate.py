@@ -212,10 +212,13 @@ def _elf_problems(path: Path, member: str, spec: Target) -> list[Problem]:
             return problems  # an object file (e.g. the config folder's python.o): nothing runs it as is
         problems += _hardening(elf, member)
         exported = _exported_symbols(elf)
+        # A program with no loader (fully static) cannot load extension modules at
+        # all, so it has no C API to export for them.
+        loads_modules = any(seg["p_type"] == "PT_INTERP" for seg in elf.iter_segments())
     bundled = sorted(s for s in exported if s.startswith(BUNDLED_SYMBOL_PREFIXES))
     if bundled:
         problems.append(Problem(member, f"exports symbols of bundled libraries: {', '.join(bundled[:5])}"))
-    if Path(member).name.startswith("python3") and "/bin/" in member:
+    if loads_modules and Path(member).name.startswith("python3") and "/bin/" in member:
         missing = [s for s in REQUIRED_EXPORTS if s not in exported]
         if missing:
             problems.append(
@@ -374,11 +377,29 @@ def _crt_problems(document: dict, install: Path, spec: Target) -> list[Problem]:
         return []  # reported by the ELF and symlink rules
     newest = max((f.glibc for f in tree_elf_facts(install) if f.glibc), default=None)
     found = crt_features(spec.libc, static, newest)
+    problems = []
     if said != found:
-        return [
+        problems.append(
             Problem("python/PYTHON.json", f"crt_features say {said}, but the tree's ELF files need {found}")
-        ]
-    return []
+        )
+    # A static interpreter carries the C library built from the target's libc recipe:
+    # the SBOM (and so, by the license rule, the licenses folder) must name it.
+    libc = spec.sysroot.get("libc_recipe")
+    if static and libc is not None and libc not in _sbom_component_names(install.parent):
+        problems.append(
+            Problem(
+                "python/licenses/sbom.cdx.json", f"names no {libc}, which the static interpreter links in"
+            )
+        )
+    return problems
+
+
+def _sbom_component_names(root: Path) -> set[str]:
+    try:
+        sbom = json.loads((root / "licenses" / "sbom.cdx.json").read_bytes())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return set()  # reported by the license rule
+    return {str(c.get("name")) for c in map(_dict, _list(_dict(sbom).get("components")))}
 
 
 def _target_of(
