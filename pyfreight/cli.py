@@ -200,11 +200,31 @@ def cmd_embed(args: argparse.Namespace) -> None:
 
     memory = None
     if args.memory_importer:
+        from pyfreight.embed.application import parse_main
         from pyfreight.embed.memory import PackOptions
 
-        memory = PackOptions(optimize=args.optimize, sources=args.sources, apps=[Path(a) for a in args.app])
-    elif args.app:
-        raise PyfreightError("--app packs code for the in-memory importer: add --memory-importer")
+        memory = PackOptions(
+            optimize=args.optimize,
+            sources=args.sources,
+            apps=[Path(a) for a in args.app],
+            main=parse_main(args.main) if args.main else None,
+            wheels=[Path(w) for w in args.wheel],
+            requirements=Path(args.requirements) if args.requirements else None,
+            filesystem=args.filesystem,
+        )
+    else:
+        memory_only = {
+            "--app": args.app,
+            "--main": args.main,
+            "--wheel": args.wheel,
+            "--requirements": args.requirements,
+            "--filesystem": args.filesystem,
+        }
+        given = [flag for flag, value in memory_only.items() if value]
+        if given:
+            raise PyfreightError(
+                f"{given[0]} is for the in-memory importer's executables: add --memory-importer"
+            )
     started = time.monotonic()
     result = embed(
         Path(args.archive),
@@ -223,6 +243,8 @@ def cmd_embed(args: argparse.Namespace) -> None:
     print(f"toolchain:  {result.toolchain}")
     print(f"built in:   {len(result.extensions)} extension modules")
     print(f"left out:   {', '.join(result.dropped) or '(none)'}")
+    if result.packages is not None:
+        print(f"packages:   {result.packages} (ship it beside the executable)")
     if args.emit_lib:
         print(f"link with:  {result.link_line}")
 
@@ -472,6 +494,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--app", action="append", default=[], metavar="DIR", help="also pack this sys.path-like folder"
+    )
+    p.add_argument(
+        "--main",
+        metavar="MODULE[:FUNC]",
+        help="make an application: started, it runs MODULE (as -m) or calls FUNC, with sys.argv as given "
+        "(PYFREIGHT_INTERPRETER=1 reaches the interpreter)",
+    )
+    p.add_argument(
+        "--wheel",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="install this wheel for the application (offline unless --requirements; repeatable)",
+    )
+    p.add_argument(
+        "--requirements",
+        metavar="FILE",
+        help="install these requirements (pip, binary wheels only): pure Python is packed, "
+        "compiled packages go to OUT-packages/ beside the executable",
+    )
+    p.add_argument(
+        "--filesystem",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="keep this top-level module or package as files in OUT-packages/ (code that opens "
+        "files beside its __file__, e.g. idlelib); repeatable",
     )
     p.set_defaults(func=cmd_embed)
 

@@ -47,6 +47,7 @@ class EmbedResult:
     dropped: list[str]
     toolchain: str
     link_line: str  # how a program links the static library (for --emit-lib)
+    packages: Path | None = None  # the application's packages folder beside the executable
 
 
 def embed(
@@ -88,9 +89,9 @@ def embed(
         say(f"embed: {kept}; {toolchain.describe()}")
         linker = Linker(toolchain, work)
         if memory is not None:
-            link_memory_importer(plan, linker, output, memory, extra)
+            packages = link_memory_importer(plan, linker, output, memory, extra)
             return EmbedResult(
-                output, [e.name for e in plan.extensions], plan.dropped, toolchain.describe(), ""
+                output, [e.name for e in plan.extensions], plan.dropped, toolchain.describe(), "", packages
             )
         library = build_libpython(plan, linker)
         link_line = " ".join([output.name, *(f"-l{n}" for n in plan.system_libraries()), "-pthread"])

@@ -8,12 +8,15 @@ archive's headers; then everything links as `embed` links any interpreter."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyfreight import memimport
+from pyfreight.embed import application
+from pyfreight.embed.application import MainSpec
 from pyfreight.embed.link import EmbedPlan, Linker, build_libpython, link_executable
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say, tail
@@ -24,9 +27,15 @@ class PackOptions:
     optimize: int = 0  # bytecode optimization level, as python -O / -OO
     sources: bool = True  # pack .py sources too: inspect.getsource and traceback lines
     apps: Sequence[Path] = field(default=())  # sys.path-like folders packed beside the stdlib
+    main: MainSpec | None = None  # what the executable runs when started (an application)
+    wheels: Sequence[Path] = field(default=())  # third-party packages, as wheel files
+    requirements: Path | None = None  # third-party packages, as a pip requirements file
+    filesystem: Sequence[str] = field(default=())  # top-level modules kept beside the executable
 
 
-def pack_stdlib(plan: EmbedPlan, linker: Linker, options: PackOptions) -> Path:
+def pack_stdlib(
+    plan: EmbedPlan, linker: Linker, options: PackOptions, apps: Sequence[Path], exclude: Sequence[str] = ()
+) -> Path:
     """Runs the packer with the archive's interpreter; returns the blob."""
     archive = plan.archive
     if not archive.python_exe.is_file():
@@ -46,10 +55,10 @@ def pack_stdlib(plan: EmbedPlan, linker: Linker, options: PackOptions) -> Path:
         str(options.optimize),
     ]
     command += ["--sources"] if options.sources else []
-    for app in options.apps:
-        if not app.is_dir():
-            raise PyfreightError(f"--app {app}: no such folder")
+    for app in apps:
         command += ["--app", str(app.resolve())]
+    for name in exclude:
+        command += ["--exclude", name]
     say(f"embed: packing the stdlib with {archive.python_exe.name} (log {linker.log})")
     with linker.log.open("a") as log:
         result = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True)
@@ -60,14 +69,61 @@ def pack_stdlib(plan: EmbedPlan, linker: Linker, options: PackOptions) -> Path:
     return blob
 
 
+def _stage_application(plan: EmbedPlan, linker: Linker, options: PackOptions) -> tuple[list[Path], list[str]]:
+    """The folders to pack (the apps, then the pure-Python third-party packages) and the
+    top-level modules to keep out of the blob; fills linker.work/on-disk with what goes to
+    the packages folder beside the executable."""
+    for app in options.apps:
+        if not app.is_dir():
+            raise PyfreightError(f"--app {app}: no such folder")
+    apps = [app.resolve() for app in options.apps]
+    on_disk = linker.work / "on-disk"
+    shutil.rmtree(on_disk, ignore_errors=True)
+    on_disk.mkdir()
+    exclude: list[str] = []
+    if options.wheels or options.requirements:
+        site, packed = linker.work / "site", linker.work / "site-packed"
+        for folder in (site, packed):
+            shutil.rmtree(folder, ignore_errors=True)
+        application.install_third_party(
+            plan.archive.python_exe, options.wheels, options.requirements, site, linker.log
+        )
+        exclude += application.split_site(site, packed, on_disk)
+        apps.append(packed)
+    for name in options.filesystem:
+        found = application.find_top_level(name, [*apps, plan.archive.stdlib_dir])
+        if found is None:
+            raise PyfreightError(
+                f"--filesystem {name}: no such top-level module in the apps, packages or stdlib"
+            )
+        if not (on_disk / found.name).exists():
+            copy = shutil.copytree if found.is_dir() else shutil.copy2
+            copy(found, on_disk / found.name)
+        exclude.append(name)
+    if options.main is not None:
+        top = options.main.module.split(".")[0]
+        if application.find_top_level(top, [*apps, on_disk, plan.archive.stdlib_dir]) is None:
+            raise PyfreightError(
+                f"--main {options.main.module}: no module {top} in the --app folders or packages"
+            )
+    return apps, sorted(set(exclude))
+
+
 def link_memory_importer(
     plan: EmbedPlan, linker: Linker, output: Path, options: PackOptions, extra_flags: Sequence[str] = ()
-) -> None:
-    blob = pack_stdlib(plan, linker, options)
+) -> Path | None:
+    """Links the executable; returns the packages folder written beside it, if any."""
+    apps, exclude = _stage_application(plan, linker, options)
+    blob = pack_stdlib(plan, linker, options, apps, exclude)
     asm = linker.work / "blob.S"
     asm.write_text(memimport.blob_asm(blob))
+    on_disk = linker.work / "on-disk"
+    has_packages = any(on_disk.iterdir())
+    app_c = linker.work / "app.c"
+    start = options.main.start_code() if options.main else ""
+    app_c.write_text(memimport.app_c(start, application.PACKAGES_SUFFIX if has_packages else ""))
     cflags = ["-O2", "-fPIE", "-Wall", f"-I{plan.archive.include_dir}"]
-    objects = []
+    objects = [linker.compile(app_c, cflags)]
     for source in (memimport.MAIN_C, memimport.MODULE_C):
         copy = linker.work / source.name
         copy.write_bytes(source.read_bytes())
@@ -75,3 +131,4 @@ def link_memory_importer(
     objects.append(linker.compile(asm, []))
     library = build_libpython(plan, linker)
     link_executable(plan, linker, library, output, objects, extra_flags)
+    return application.write_packages_folder(output, on_disk)

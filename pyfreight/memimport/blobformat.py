@@ -34,6 +34,10 @@ FLAG_APP = 0x10  # came from --app rather than --stdlib (informational)
 BLOB_HAS_SOURCES = 0x01
 
 BOOTSTRAP_NAME = "_pyfreight_finder"
+# The resources of this (never importable) package name are the files of the packed
+# distributions' .dist-info folders, as "<folder>/<file>": importlib.metadata reads them
+# through the finder's find_distributions().
+DISTRIBUTIONS = "_pyfreight_distributions"
 # Sections start on this boundary so the C side could read entries in place; it copies them anyway.
 ALIGN = 16
 

@@ -46,6 +46,9 @@ NAMESPACE = 0x02
 HAS_SOURCE = 0x04
 BOOTSTRAP = 0x08
 
+# The resource package holding packed .dist-info files, as blobformat.DISTRIBUTIONS.
+DISTRIBUTIONS = "_pyfreight_distributions"
+
 # Used as the virtual root only when an embedder leaves sys.executable empty.
 FALLBACK_ROOT = "/__pyfreight_memory__"
 
@@ -60,6 +63,7 @@ _root: "str | None" = None  # sys.executable once known; every virtual path star
 # parent package name -> [(last name component, is_package)], built on demand
 _children: "dict[str, list[tuple[str, bool]]] | None" = None
 _reader_classes: "ReaderClasses | None" = None
+_distribution_class: "Callable[[str], Any] | None" = None
 
 
 def _get_root() -> str:
@@ -143,6 +147,22 @@ class MemoryImporter:
         # pkgutil.iter_modules() also asks meta path finders; top-level modules only.
         for name, ispkg in _children_of(""):
             yield prefix + name, ispkg
+
+    def find_distributions(self, context: "Any" = None) -> "Iterator[Any]":
+        """importlib.metadata asks every meta path finder: the packed distributions (their
+        .dist-info files are resources), all of them or the one context.name names."""
+        folders = sorted({path.partition("/")[0] for path in _mem.resources(DISTRIBUTIONS)})
+        wanted = getattr(context, "name", None)
+        if wanted is not None:
+            # Names compare normalized (PEP 503), as the folder name (PEP 427) has them.
+            import re
+
+            key = re.sub(r"[-_.]+", "_", wanted).lower()
+            folders = [f for f in folders if f.partition("-")[0].lower() == key]
+        if folders:
+            distribution = _make_distribution_class()
+            for folder in folders:
+                yield distribution(folder)
 
     # -- loader --------------------------------------------------------------------------------
 
@@ -356,6 +376,34 @@ def _make_reader_classes() -> "ReaderClasses":
 
     _reader_classes = (MemoryReader, MemoryTraversable)
     return _reader_classes
+
+
+def _make_distribution_class() -> "Callable[[str], Any]":
+    """importlib.metadata's Distribution over a packed .dist-info folder, built on first
+    use (importlib.metadata is far too heavy to import at install time)."""
+    global _distribution_class
+    if _distribution_class is not None:
+        return _distribution_class
+    import pathlib
+    from importlib.metadata import Distribution
+
+    class PackedDistribution(Distribution):
+        def __init__(self, folder: str) -> None:
+            self._folder = folder
+
+        def __repr__(self) -> str:
+            return f"<pyfreight packed distribution {self._folder!r}>"
+
+        def read_text(self, filename: "StrPath") -> "str | None":
+            data = _mem.resource(DISTRIBUTIONS, self._folder + "/" + str(filename))
+            return None if data is None else bytes(data).decode("utf-8")
+
+        def locate_file(self, path: "StrPath") -> pathlib.Path:
+            # Where the file would be on a sys.path entry: under the virtual root.
+            return pathlib.Path(_get_root(), path)
+
+    _distribution_class = PackedDistribution
+    return PackedDistribution
 
 
 def install(mem: "MemoryModule") -> MemoryImporter:

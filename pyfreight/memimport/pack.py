@@ -96,6 +96,10 @@ class Collector:
                     continue
                 if entry.name in self.skip:
                     continue
+                if self.app and entry.name.endswith(".dist-info"):
+                    # An installed distribution's metadata (third-party packages).
+                    self._data_dir(path, bf.DISTRIBUTIONS, entry.name)
+                    continue
                 self._directory(path, entry.name, entry.name)
             elif entry.name.endswith(".py") and "." not in entry.name[:-3]:
                 self._add_module(entry.name[:-3], path, 0, entry.name)
@@ -170,6 +174,7 @@ def pack(
     optimize: int = 0,
     sources: bool = False,
     finder_source: Path = FINDER_SOURCE,
+    exclude: frozenset[str] = frozenset(),
 ) -> PackResult:
     trees: list[Collected] = []
     if stdlib is not None:
@@ -194,6 +199,9 @@ def pack(
             resources[key] = data_file
     if bf.BOOTSTRAP_NAME in entries:
         raise SystemExit(f"pack.py: {bf.BOOTSTRAP_NAME} is reserved for the finder")
+    # Top-level modules kept out of the blob (they live on the filesystem instead), with
+    # everything inside them.
+    entries = {n: v for n, v in entries.items() if n.partition(".")[0] not in exclude}
 
     modules: list[bf.Module] = []
     failed: list[tuple[str, str]] = []
@@ -219,7 +227,7 @@ def pack(
     res_list = [
         bf.Resource(pkg, rel, path.read_bytes())
         for (pkg, rel), path in sorted(resources.items())
-        if pkg in packed
+        if pkg in packed or pkg == bf.DISTRIBUTIONS
     ]
     blob = bf.write_blob(
         modules,
@@ -252,12 +260,17 @@ def main(argv: list[str] | None = None) -> int:
         "--app", type=Path, action="append", default=[], help="a directory laid out like a sys.path entry"
     )
     parser.add_argument("--strict", action="store_true", help="fail if any module does not compile")
+    parser.add_argument(
+        "--exclude", action="append", default=[], help="a top-level module or package not to pack"
+    )
     args = parser.parse_args(argv)
 
     for directory in [args.stdlib, *args.app]:
         if not directory.is_dir():
             parser.error(f"not a directory: {directory}")
-    result = pack(args.stdlib, args.app, optimize=args.optimize, sources=args.sources)
+    result = pack(
+        args.stdlib, args.app, optimize=args.optimize, sources=args.sources, exclude=frozenset(args.exclude)
+    )
     for path, why in result.failed:
         print(f"pack.py: not compiled: {path}: {why}", file=sys.stderr)
     if result.failed and args.strict:

@@ -1,0 +1,158 @@
+"""Single-file applications (`pyfreight embed --memory-importer --main …`): what the
+executable runs when started, and the application's third-party packages.
+
+pip of the archive's own interpreter installs the packages (so wheel tags match that
+interpreter) into a scratch folder. Pure-Python distributions are packed into the
+executable with their .dist-info (importlib.metadata finds them there). Distributions
+with compiled extension modules, and modules named with --filesystem, go to a folder
+beside the executable, `<executable>-packages/`, which the executable puts on sys.path
+after its packed modules: there they are ordinary files, so extension modules load and
+code that opens files next to its `__file__` finds them."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyfreight.errors import PyfreightError
+from pyfreight.logs import say, tail
+
+PACKAGES_SUFFIX = "-packages"
+# Written into a packages folder we made, so that a later embed may replace it; a folder
+# of that name without it is the user's, and is never touched.
+MARKER = ".pyfreight-packages"
+DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+MAIN = re.compile(rf"(?P<module>{DOTTED})(?::(?P<function>{DOTTED}))?", re.ASCII)
+EXTENSION_SUFFIXES = (".so", ".pyd")
+
+
+@dataclass(frozen=True)
+class MainSpec:
+    module: str
+    function: str | None  # None: run the module as `python -m` does
+
+    def start_code(self) -> str:
+        """The code main.c runs (as `-c`, with sys.argv untouched) to start the application."""
+        if self.function is None:
+            # What `python -m MODULE` calls, but leaving sys.argv[0] the executable's name.
+            return f"import runpy\nrunpy._run_module_as_main({self.module!r}, False)\n"
+        return (
+            "import sys\nfrom importlib import import_module\n"
+            f"sys.exit(import_module({self.module!r}).{self.function}())\n"
+        )
+
+
+def parse_main(text: str) -> MainSpec:
+    match = MAIN.fullmatch(text)
+    if match is None:
+        raise PyfreightError(
+            f"--main {text!r}: expected MODULE or MODULE:FUNCTION with dotted Python names, "
+            "e.g. mycli or mycli.cli:main"
+        )
+    return MainSpec(match["module"], match["function"])
+
+
+def install_third_party(
+    python: Path, wheels: Sequence[Path], requirements: Path | None, site: Path, log: Path
+) -> None:
+    """pip install --target `site` of the wheels and the requirements file, binary only.
+    Wheels alone install offline (--no-index: their dependencies must be given too); a
+    requirements file resolves through pip's own configuration (PIP_INDEX_URL, pip.conf)."""
+    for wheel in wheels:
+        if not (wheel.is_file() and wheel.name.endswith(".whl")):
+            raise PyfreightError(f"--wheel {wheel}: not a wheel file (.whl)")
+    if requirements is not None and not requirements.is_file():
+        raise PyfreightError(f"--requirements {requirements}: no such file")
+    command = [str(python), "-I", "-m", "pip", "install", "--target", str(site), "--only-binary", ":all:"]
+    command += ["--no-compile", "--disable-pip-version-check", "--no-warn-script-location", "--no-input"]
+    command += ["--no-index"] if requirements is None else ["-r", str(requirements.resolve())]
+    command += [str(w.resolve()) for w in wheels]
+    say(f"embed: installing the application's packages with the archive's pip (log {log})")
+    with log.open("a") as out:
+        result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        raise PyfreightError(
+            f"embed: pip could not install the application's packages; log {log}:\n{tail(log)}"
+        )
+
+
+def _distribution_entries(site: Path) -> list[tuple[set[str], bool]]:
+    """Per installed distribution: its top-level entries in `site` (from RECORD) and
+    whether any of its files is a compiled extension module."""
+    present = {p.name for p in site.iterdir()}
+    distributions = []
+    for info in sorted(site.glob("*.dist-info")):
+        record = info / "RECORD"
+        names = {info.name}
+        compiled = False
+        if record.is_file():
+            for line in record.read_text(errors="replace").splitlines():
+                path = line.rsplit(",", 2)[0] if line.count(",") >= 2 else line
+                top = path.split("/", 1)[0]
+                if top in present:
+                    names.add(top)
+                compiled |= path.endswith(EXTENSION_SUFFIXES) or ".so." in path
+        distributions.append((names, compiled))
+    return distributions
+
+
+def split_site(site: Path, packed: Path, on_disk: Path) -> list[str]:
+    """Moves each distribution of `site` into `packed` (pure Python) or `on_disk`
+    (compiled parts); returns the top-level module names that went to disk. Console
+    scripts (bin/) are left out: --main is the executable's entry point."""
+    packed.mkdir(parents=True, exist_ok=True)
+    on_disk.mkdir(parents=True, exist_ok=True)
+    placed: set[str] = set()
+    disk_modules = []
+    for names, compiled in _distribution_entries(site):
+        for name in sorted(names - placed):
+            shutil.move(site / name, (on_disk if compiled else packed) / name)
+            if compiled and not name.endswith(".dist-info"):
+                disk_modules.append(name.removesuffix(".py").split(".", 1)[0])
+        placed |= names
+    leftovers = sorted(p.name for p in site.iterdir() if p.name not in ("bin", "__pycache__"))
+    for name in leftovers:  # files no RECORD names (none from pip; kept, never lost)
+        compiled = (site / name).is_file() and name.endswith(EXTENSION_SUFFIXES)
+        shutil.move(site / name, (on_disk if compiled else packed) / name)
+    return sorted(set(disk_modules))
+
+
+def find_top_level(name: str, folders: Sequence[Path]) -> Path | None:
+    """The module or package `name` (top level) in the first of `folders` holding it."""
+    for folder in folders:
+        for candidate in (folder / name, folder / f"{name}.py"):
+            if candidate.exists():
+                return candidate
+    return None
+
+
+def write_packages_folder(executable: Path, staged: Path) -> Path | None:
+    """Replaces `<executable>-packages/` with `staged` (renamed into place once complete);
+    with nothing staged, removes a packages folder an earlier embed wrote. A folder of
+    that name that pyfreight did not write is never replaced."""
+    folder = executable.with_name(executable.name + PACKAGES_SUFFIX)
+    if (folder.exists() or folder.is_symlink()) and not (folder / MARKER).is_file():
+        raise PyfreightError(
+            f"{folder} exists and was not written by pyfreight embed: move it away or choose another -o"
+        )
+    has_content = staged.is_dir() and any(staged.iterdir())
+    if not has_content:
+        if folder.exists():
+            shutil.rmtree(folder)
+        return None
+    (staged / MARKER).write_text("written by pyfreight embed; replaced by the next embed of this name\n")
+    temporary = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    previous = folder.with_name(f".{folder.name}.{os.getpid()}.old")
+    for leftover in (temporary, previous):
+        shutil.rmtree(leftover, ignore_errors=True)
+    shutil.copytree(staged, temporary, symlinks=True)
+    if folder.exists():
+        folder.rename(previous)
+    temporary.rename(folder)
+    shutil.rmtree(previous, ignore_errors=True)
+    return folder
