@@ -131,15 +131,21 @@ def find_top_level(name: str, folders: Sequence[Path]) -> Path | None:
     return None
 
 
-def write_packages_folder(executable: Path, staged: Path) -> Path | None:
-    """Replaces `<executable>-packages/` with `staged` (renamed into place once complete);
-    with nothing staged, removes a packages folder an earlier embed wrote. A folder of
-    that name that pyfreight did not write is never replaced."""
+def packages_folder(executable: Path) -> Path:
+    """`<executable>-packages/`, checked to be free or written by an earlier embed: a
+    folder of that name that pyfreight did not write is never replaced."""
     folder = executable.with_name(executable.name + PACKAGES_SUFFIX)
     if (folder.exists() or folder.is_symlink()) and not (folder / MARKER).is_file():
         raise PyfreightError(
             f"{folder} exists and was not written by pyfreight embed: move it away or choose another -o"
         )
+    return folder
+
+
+def write_packages_folder(executable: Path, staged: Path) -> Path | None:
+    """Replaces `<executable>-packages/` with `staged` (renamed into place once complete);
+    with nothing staged, removes a packages folder an earlier embed wrote."""
+    folder = packages_folder(executable)
     has_content = staged.is_dir() and any(staged.iterdir())
     if not has_content:
         if folder.exists():

@@ -113,6 +113,7 @@ def link_memory_importer(
     plan: EmbedPlan, linker: Linker, output: Path, options: PackOptions, extra_flags: Sequence[str] = ()
 ) -> Path | None:
     """Links the executable; returns the packages folder written beside it, if any."""
+    application.packages_folder(output)  # refused before any work if it is not ours
     apps, exclude = _stage_application(plan, linker, options)
     blob = pack_stdlib(plan, linker, options, apps, exclude)
     asm = linker.work / "blob.S"

@@ -1,0 +1,164 @@
+"""Single-file applications, made as a user makes them (`pyfreight embed --memory-importer
+--app … --main … --requirements …`) from the real 3.14 noopt archive, with their
+dependencies fetched from PyPI by the archive's own pip during the test (pip's cache
+keeps them), then copied to an empty folder and run in a container (Debian, minimal) that
+has no Python and no network: a CLI with a pure-Python dependency (click: packed, a single file), and
+one with a compiled dependency (markupsafe: its extension module in OUT-packages/)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pyfreight.container.images import base_tag, ensure_images, load_spec
+from pyfreight.paths import default_workspace
+from pyfreight.targets import default_target
+from tests.conftest import pyfreight_cli
+from tests.in_image import bash_in_image
+
+pytestmark = pytest.mark.container
+
+GREET = '''\
+import importlib.metadata
+import multiprocessing
+import sys
+
+import click
+
+from greet.work import square
+
+
+@click.command()
+@click.argument("name")
+@click.option("--shout", is_flag=True)
+def main(name: str, shout: bool) -> None:
+    """Greets NAME."""
+    text = f"hello {name}; click {importlib.metadata.version('click')}; prog {sys.argv[0]}"
+    click.echo(text.upper() if shout else text)
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        click.echo(f"squares {sum(pool.map(square, range(10)))}")
+'''
+
+ESCAPE = """\
+import sys
+
+import markupsafe
+from markupsafe import _speedups
+
+print(markupsafe.escape(" ".join(sys.argv[1:])), "compiled" if _speedups.__file__.endswith(".so") else "")
+"""
+
+
+def _app(root: Path, package: str, files: dict[str, str]) -> Path:
+    (root / package).mkdir(parents=True)
+    for name, text in files.items():
+        (root / package / name).write_text(text)
+    return root
+
+
+def _alone(files: list[Path], tmp_path: Path) -> Path:
+    """A folder holding nothing but `files` (executables, packages folders)."""
+    folder = tmp_path / "alone"
+    folder.mkdir()
+    for path in files:
+        if path.is_dir():
+            shutil.copytree(path, folder / path.name, symlinks=True)
+        else:
+            shutil.copy2(path, folder / path.name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runtime_image() -> str:
+    """Our base image: Debian's minimal system of the builder's suite, no Python. embed
+    links with this machine's compiler, so its output needs this machine's glibc."""
+    ensure_images(default_workspace(), default_target())
+    return base_tag(load_spec())
+
+
+def test_cli_with_a_pure_python_dependency_is_one_file(noopt_dist, runtime_image, tmp_path):
+    app = _app(
+        tmp_path / "src",
+        "greet",
+        {"__init__.py": "", "cli.py": GREET, "work.py": "def square(x):\n    return x * x\n"},
+    )
+    (tmp_path / "requirements.txt").write_text("click==8.2.1\n")
+    out = tmp_path / "out" / "greet"
+    out.parent.mkdir()
+    made = pyfreight_cli(
+        "embed", noopt_dist.full, "--memory-importer", "--app", app, "--main", "greet.cli:main",
+        "--requirements", tmp_path / "requirements.txt", "-o", out, "--cc", "gcc",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-3000:]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["greet"], "a pure-Python app is one file"
+
+    folder = _alone([out], tmp_path)
+    run = bash_in_image(
+        runtime_image,
+        folder,
+        "! command -v python3; timeout 120 ./greet --shout world; ./greet --help; "
+        "(./greet || true) 2>&1; "
+        "PYFREIGHT_INTERPRETER=1 ./greet -c "
+        "'import sys, click; print(\"interpreter\", sys.argv, click.__file__)'",
+    )
+    lines = run.stdout.splitlines()
+    assert "HELLO WORLD; CLICK 8.2.1; PROG ./GREET" in lines, run.stdout
+    assert "squares 285" in lines, run.stdout  # multiprocessing's children run as the interpreter
+    assert any(line.startswith("Usage: greet [OPTIONS] NAME") for line in lines), run.stdout
+    assert "Error: Missing argument 'NAME'." in lines, run.stdout
+    assert "interpreter ['-c'] /p/greet/click/__init__.py" in lines, run.stdout
+
+
+def test_cli_with_a_compiled_dependency_keeps_it_beside(noopt_dist, runtime_image, tmp_path):
+    app = _app(tmp_path / "src", "escape", {"__init__.py": "", "__main__.py": ESCAPE})
+    (tmp_path / "requirements.txt").write_text("markupsafe==3.0.3\n")
+    out = tmp_path / "out" / "escape"
+    out.parent.mkdir()
+    made = pyfreight_cli(
+        "embed", noopt_dist.full, "--memory-importer", "--app", app, "--main", "escape",
+        "--requirements", tmp_path / "requirements.txt", "-o", out, "--cc", "gcc",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-3000:]
+    packages = out.with_name("escape-packages")
+    assert f"packages:   {packages}" in made.stdout
+    assert list(packages.glob("markupsafe/_speedups*.so")), sorted(p.name for p in packages.rglob("*"))
+
+    folder = _alone([out, packages], tmp_path)
+    run = bash_in_image(runtime_image, folder, "./escape '<b>bold</b>' '&'")
+    assert run.stdout.strip() == "&lt;b&gt;bold&lt;/b&gt; &amp; compiled", run.stdout + run.stderr
+
+    # Without its packages folder, the application says what is missing.
+    (folder / "escape-packages").rename(folder / "moved")
+    missing = bash_in_image(runtime_image, folder, "./escape x", check=False)
+    assert missing.returncode == 1 and "No module named 'markupsafe'" in missing.stderr, missing.stderr
+
+
+def test_bad_application_options_get_one_line(noopt_dist, tmp_path):
+    cases = {
+        ("--main", "not a module"): "--main 'not a module': expected MODULE or MODULE:FUNCTION",
+        ("--main", "nowhere:main"): "--main nowhere: no module nowhere",
+        ("--wheel", str(tmp_path / "missing.whl")): "not a wheel file",
+        ("--filesystem", "no_such_module"): "--filesystem no_such_module: no such top-level module",
+    }
+    for args, expected in cases.items():
+        out = tmp_path / "x"
+        result = pyfreight_cli("embed", noopt_dist.full, "--memory-importer", *args, "-o", out, "--cc", "gcc")
+        assert result.returncode != 0 and expected in result.stderr, (args, result.stderr[-2000:])
+        assert "Traceback" not in result.stderr and not out.exists()
+    without = pyfreight_cli("embed", noopt_dist.full, "--main", "json", "-o", tmp_path / "y")
+    assert without.returncode != 0 and "--main is for the in-memory importer" in without.stderr
+
+
+def test_a_folder_pyfreight_did_not_write_is_never_replaced(noopt_dist, tmp_path):
+    mine = tmp_path / "tool-packages"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("the user's\n")
+    result = pyfreight_cli(
+        "embed", noopt_dist.full, "--memory-importer", "--filesystem", "idlelib",
+        "-o", tmp_path / "tool", "--cc", "gcc",
+    )  # fmt: skip
+    assert result.returncode != 0 and "was not written by pyfreight embed" in result.stderr, result.stderr
+    assert (mine / "keep.txt").read_text() == "the user's\n"
+    assert not (tmp_path / "tool").exists()
