@@ -101,6 +101,10 @@ def test_make_front_door_targets(noopt_dist):
 def test_bench_import_on_an_archive(noopt_dist):
     out = _ok(pyfreight_cli("bench-import", noopt_dist.full, "--runs", "10", "--cc", "gcc"))
     assert re.search(r"^stdlib import\s+[0-9.]+ ms\s+[0-9.]+ ms", out, re.M), out[-2000:]
+    assert re.search(r"^import, GC deferred\s+[0-9.]+ ms\s+[0-9.]+ ms", out, re.M), out[-2000:]
+    assert re.search(
+        r"^GC frozen: the policy alone .* [0-9.]+; importer and policy .* [0-9.]+$", out, re.M
+    ), out[-2000:]
     assert "bench-import: saved" in out
 
 

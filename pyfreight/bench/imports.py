@@ -27,6 +27,14 @@ from pyfreight.targets import Target
 
 # Speed goals: the memory binary's time as a fraction of the filesystem importer's.
 GOALS = {"stdlib import": 0.60, "start-up": 0.85}
+# GC policies, each measured on both interpreters alike, so that the table separates what
+# the importer wins from what the policy wins (code put before and after the imports):
+# no cyclic collection while the modules' bodies run; or every object the imports made
+# moved to the permanent generation, which the collection at interpreter exit skips.
+GC_POLICIES = {
+    "GC deferred": ("import gc\ngc.disable()\n", "gc.enable()\n"),
+    "GC frozen": ("", "import gc\ngc.freeze()\n"),
+}
 
 # Run by the archive's python3: the stdlib modules that import there, one per line.
 # Left out: tests, IDLE and turtledemo (applications), __main__ modules, and the two
@@ -140,7 +148,9 @@ def render(results: dict[str, Measurement], count: int, parts: dict[str, float])
         rows.append(
             f"{what:16} {a * 1e3:12.1f} ms {b * 1e3:12.1f} ms {b / a:10.2f}   target <= {GOALS[what]}"
         )
+    policies = [(f"import, {p}", f"filesystem import, {p}", f"memory import, {p}") for p in GC_POLICIES]
     for what, fs, mem in (
+        *policies,
         ("import, non-PIE", "filesystem import", "memory non-PIE import"),
         ("start-up, non-PIE", "filesystem -c pass", "memory non-PIE -c pass"),
     ):
@@ -152,6 +162,16 @@ def render(results: dict[str, Measurement], count: int, parts: dict[str, float])
     lines = [f"{count} modules, median of {len(results['memory import'].seconds)} interleaved runs", head]
     lines += ["-" * len(head), *rows, "", "where the memory binary's import time goes (one run each):"]
     lines += [f"  {k:38} {v * 1e3:8.1f} ms" for k, v in parts.items()]
+    plain = results["filesystem import"].median
+    for policy in GC_POLICIES:
+        if f"memory import, {policy}" in results:
+            alone = results[f"filesystem import, {policy}"].median / plain
+            both = results[f"memory import, {policy}"].median / plain
+            lines.append(
+                f"{policy}: the policy alone (filesystem with it / plain) {alone:.2f}; "
+                f"importer and policy (memory with it / filesystem plain) {both:.2f}"
+            )
+            ratios[f"memory with {policy} / filesystem plain"] = both
     for what, limit in GOALS.items():
         verdict = "met" if ratios[what] <= limit else "NOT MET"
         lines.append(f"target: {what} b/a <= {limit}: {verdict} ({ratios[what]:.2f})")
@@ -218,6 +238,10 @@ def run_bench_import(
         "filesystem -c pass": [str(python), "-c", "pass"],
         "memory -c pass": [str(memory_binary), "-c", "pass"],
     }
+    for policy, (before, after) in GC_POLICIES.items():
+        with_policy = before + script + after
+        commands[f"filesystem import, {policy}"] = [str(python), "-I", "-c", with_policy]
+        commands[f"memory import, {policy}"] = [str(memory_binary), "-I", "-c", with_policy]
     if pie_both:
         pie = not BuildOptions.parse(document["build_options"]).codegen.pie
         other_binary = ensure_memory_binary(ws, archive, cc, pie=pie, limits=limits)
