@@ -246,3 +246,26 @@ def test_blob_asm(tmp_path: Path) -> None:
     assert text.index("pyfreight_blob_start:") < text.index(".incbin") < text.index("pyfreight_blob_end:")
     with pytest.raises(ValueError):
         memimport.blob_asm(tmp_path / 'a"b.blob')
+
+
+def test_dist_info_is_packed_as_metadata_and_excluded_names_are_left_out(
+    fake_stdlib: Path, tmp_path: Path
+) -> None:
+    app = _write(
+        tmp_path / "site",
+        {
+            "click/__init__.py": "",
+            "click/core.py": "",
+            "click-8.2.1.dist-info/METADATA": "Name: click\nVersion: 8.2.1\n",
+            "click-8.2.1.dist-info/licenses/LICENSE.txt": "BSD",
+            "fast/__init__.py": "",
+        },
+    )
+    blob = bf.read_blob(pack.pack(fake_stdlib, [app], exclude=frozenset({"fast", "json2"})).blob)
+    mods = _names(blob)
+    assert "click.core" in mods and "fast" not in mods
+    assert not any(name == "json2" or name.startswith("json2.") for name in mods)
+    resources = {(r.package, r.path): r.data for r in blob.resources}
+    assert resources[(bf.DISTRIBUTIONS, "click-8.2.1.dist-info/METADATA")].startswith(b"Name: click")
+    assert (bf.DISTRIBUTIONS, "click-8.2.1.dist-info/licenses/LICENSE.txt") in resources
+    assert bf.DISTRIBUTIONS not in mods  # metadata only: nothing can import that name
