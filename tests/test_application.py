@@ -29,7 +29,9 @@ def test_main_names(text, module, function):
     assert (spec.module, spec.function) == (module, function)
 
 
-@pytest.mark.parametrize("text", ["", "a b", "a:", ":f", "a:f()", "a;import os", "1abc", "a:b:c", "a..b"])
+@pytest.mark.parametrize(
+    "text", ["", "a b", "a:", ":f", "a:f()", "a;import os", "1abc", "a:b:c", "a..b", "mod:class", "import"]
+)
 def test_main_refuses_what_is_not_a_dotted_name(text):
     with pytest.raises(PyfreightError, match="expected MODULE or MODULE:FUNCTION"):
         parse_main(text)
@@ -111,3 +113,28 @@ def test_the_packages_folder_is_replaced_only_when_ours(tmp_path):
         write_packages_folder(executable, staged)
     assert (folder / "mine.txt").read_text() == "keep"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["staged", "tool-packages"]
+
+
+def test_a_folder_shared_with_a_compiled_distribution_goes_beside_whole(tmp_path):
+    """Two distributions installing into one namespace folder (google/ of protobuf and
+    googleapis-common-protos): one compiled file among them keeps the folder on disk."""
+    site = tmp_path / "site"
+    _distribution(site, "protos", {"google/api/http.py": ""})
+    _distribution(site, "protobuf", {"google/protobuf/__init__.py": "", "google/_upb/_message.abi3.so": ""})
+    (site / "loose").mkdir()
+    (site / "loose" / "_c.cpython-314-x86_64-linux-gnu.so").write_text("")  # named by no RECORD
+    packed, beside = tmp_path / "packed", tmp_path / "beside"
+    assert split_site(site, packed, beside) == ["google", "loose"]
+    assert (beside / "google" / "_upb" / "_message.abi3.so").is_file()
+    assert (beside / "google" / "api" / "http.py").is_file()
+    assert sorted(p.name for p in packed.iterdir()) == ["protos-1.0.dist-info"]
+
+
+def test_filesystem_names_are_module_names_only(tmp_path):
+    from pyfreight.embed.application import find_top_level
+
+    (tmp_path / "app" / "pkg").mkdir(parents=True)
+    (tmp_path / "secret").mkdir()
+    assert find_top_level("pkg", [tmp_path / "app"]) == tmp_path / "app" / "pkg"
+    for name in ("../secret", "/etc", "pkg/..", "pkg.py", ""):
+        assert find_top_level(name, [tmp_path / "app"]) is None

@@ -76,6 +76,9 @@ def app(tmp_path_factory) -> Path:
     (app / "nspkg").mkdir()  # a namespace package: no __init__.py
     (app / "nspkg" / "part.py").write_text("from . import other\nNAME = 'part'\n")
     (app / "nspkg" / "other.py").write_text("NAME = 'other'\n")
+    # An installed distribution's metadata, its folder named as older wheels name it.
+    (app / "Some.Dist-1.5.dist-info").mkdir()
+    (app / "Some.Dist-1.5.dist-info" / "METADATA").write_text("Name: Some.Dist\nVersion: 1.5\n")
     return app
 
 
@@ -146,6 +149,10 @@ import importlib.resources, inspect, json, pkgutil, sys, traceback
 import appmod, apppkg
 from apppkg import inner
 assert appmod.greet() == "hello from appmod"
+import importlib.metadata
+assert importlib.metadata.version("some-dist") == importlib.metadata.version("Some.Dist") == "1.5"
+assert "Some.Dist" in {d.metadata["Name"] for d in importlib.metadata.distributions()}
+assert not list(importlib.metadata.distributions(name="some-dist", path=["/elsewhere"]))
 import nspkg.part
 assert nspkg.part.NAME == "part" and nspkg.part.other.NAME == "other"
 assert nspkg.__spec__.origin is None and "Namespace" in type(nspkg.__loader__).__name__

@@ -47,7 +47,8 @@ import sys
 import markupsafe
 from markupsafe import _speedups
 
-print(markupsafe.escape(" ".join(sys.argv[1:])), "compiled" if _speedups.__file__.endswith(".so") else "")
+compiled = "compiled" if _speedups.__file__.endswith(".so") else ""
+print(markupsafe.escape(" ".join(sys.argv[1:])), compiled, "site" if "site" in sys.modules else "no site")
 """
 
 
@@ -100,6 +101,9 @@ def test_cli_with_a_pure_python_dependency_is_one_file(noopt_dist, runtime_image
         folder,
         "! command -v python3; timeout 120 ./greet --shout world; ./greet --help; "
         "(./greet || true) 2>&1; "
+        # A multiprocessing-like command line from outside a running application is the
+        # application's own arguments, never code to run.
+        "(./greet -c 'from multiprocessing.spawn import x; print(\"ran\")' || true) 2>&1; "
         "PYFREIGHT_INTERPRETER=1 ./greet -c "
         "'import sys, click; print(\"interpreter\", sys.argv, click.__file__)'",
     )
@@ -109,6 +113,7 @@ def test_cli_with_a_pure_python_dependency_is_one_file(noopt_dist, runtime_image
     assert any(line.startswith("Usage: greet [OPTIONS] NAME") for line in lines), run.stdout
     assert "Error: Missing argument 'NAME'." in lines, run.stdout
     assert "interpreter ['-c'] /p/greet/click/__init__.py" in lines, run.stdout
+    assert "ran" not in lines and "Error: No such option: -c" in lines, run.stdout
 
 
 def test_cli_with_a_compiled_dependency_keeps_it_beside(noopt_dist, runtime_image, tmp_path):
@@ -127,7 +132,8 @@ def test_cli_with_a_compiled_dependency_keeps_it_beside(noopt_dist, runtime_imag
 
     folder = _alone([out, packages], tmp_path)
     run = bash_in_image(runtime_image, folder, "./escape '<b>bold</b>' '&'")
-    assert run.stdout.strip() == "&lt;b&gt;bold&lt;/b&gt; &amp; compiled", run.stdout + run.stderr
+    # No site: nothing installed at the executable's prefix joins the application's sys.path.
+    assert run.stdout.strip() == "&lt;b&gt;bold&lt;/b&gt; &amp; compiled no site", run.stdout + run.stderr
 
     # Without its packages folder, the application says what is missing.
     (folder / "escape-packages").rename(folder / "moved")

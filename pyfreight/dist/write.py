@@ -171,10 +171,16 @@ def _linked_libc(build: CPythonBuild, ws: Workspace, scratch: Path) -> tuple[Rec
             raise PyfreightError(
                 f"platform/{recipe.name}/recipe.yaml: license file {license_file!r} is in none of its sources"
             )
-        path = scratch / recipe.name / Path(license_file).name
+        # As the build entry script lays license texts out: below the unpacked top folder.
+        relative = license_file.split("/", 1)[-1]
+        if ".." in Path(relative).parts or Path(relative).is_absolute():
+            raise PyfreightError(
+                f"platform/{recipe.name}/recipe.yaml: license file {license_file!r} leaves its folder"
+            )
+        path = scratch / recipe.name / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(texts[0])
-        members.append((f"licenses/{recipe.name}/{path.name}", path))
+        members.append((f"licenses/{recipe.name}/{relative}", path))
     return recipe, members
 
 

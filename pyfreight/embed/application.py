@@ -11,6 +11,7 @@ code that opens files next to its `__file__` finds them."""
 
 from __future__ import annotations
 
+import keyword
 import os
 import re
 import shutil
@@ -49,7 +50,7 @@ class MainSpec:
 
 def parse_main(text: str) -> MainSpec:
     match = MAIN.fullmatch(text)
-    if match is None:
+    if match is None or any(keyword.iskeyword(part) for part in re.split(r"[.:]", text)):
         raise PyfreightError(
             f"--main {text!r}: expected MODULE or MODULE:FUNCTION with dotted Python names, "
             "e.g. mycli or mycli.cli:main"
@@ -82,8 +83,9 @@ def install_third_party(
 
 
 def _distribution_entries(site: Path) -> list[tuple[set[str], bool]]:
-    """Per installed distribution: its top-level entries in `site` (from RECORD) and
-    whether any of its files is a compiled extension module."""
+    """Per installed distribution: its top-level entries in `site` (from RECORD; only
+    names `site` really holds) and whether any of its files is a compiled extension
+    module or shared library."""
     present = {p.name for p in site.iterdir()}
     distributions = []
     for info in sorted(site.glob("*.dist-info")):
@@ -96,34 +98,44 @@ def _distribution_entries(site: Path) -> list[tuple[set[str], bool]]:
                 top = path.split("/", 1)[0]
                 if top in present:
                     names.add(top)
-                compiled |= path.endswith(EXTENSION_SUFFIXES) or ".so." in path
+                compiled |= _is_compiled(path)
         distributions.append((names, compiled))
     return distributions
 
 
+def _is_compiled(path: str) -> bool:
+    return path.endswith(EXTENSION_SUFFIXES) or ".so." in Path(path).name
+
+
 def split_site(site: Path, packed: Path, on_disk: Path) -> list[str]:
-    """Moves each distribution of `site` into `packed` (pure Python) or `on_disk`
-    (compiled parts); returns the top-level module names that went to disk. Console
-    scripts (bin/) are left out: --main is the executable's entry point."""
+    """Moves what pip installed into `site` to `packed` (pure Python) or `on_disk`:
+    a top-level entry goes to disk when any distribution installing into it has a
+    compiled file (distributions may share a folder, e.g. a namespace package), a
+    .dist-info with its distribution. Returns the top-level module names on disk.
+    Console scripts (bin/) are left out: --main is the executable's entry point."""
     packed.mkdir(parents=True, exist_ok=True)
     on_disk.mkdir(parents=True, exist_ok=True)
-    placed: set[str] = set()
+    distributions = _distribution_entries(site)
+    compiled_names = {name for names, compiled in distributions if compiled for name in names}
     disk_modules = []
-    for names, compiled in _distribution_entries(site):
-        for name in sorted(names - placed):
-            shutil.move(site / name, (on_disk if compiled else packed) / name)
-            if compiled and not name.endswith(".dist-info"):
-                disk_modules.append(name.removesuffix(".py").split(".", 1)[0])
-        placed |= names
-    leftovers = sorted(p.name for p in site.iterdir() if p.name not in ("bin", "__pycache__"))
-    for name in leftovers:  # files no RECORD names (none from pip; kept, never lost)
-        compiled = (site / name).is_file() and name.endswith(EXTENSION_SUFFIXES)
-        shutil.move(site / name, (on_disk if compiled else packed) / name)
+    for entry in sorted(site.iterdir(), key=lambda p: p.name):
+        if entry.name in ("bin", "__pycache__"):
+            continue
+        if entry.is_dir():
+            unlisted_compiled = any(_is_compiled(p.name) for p in entry.rglob("*") if p.is_file())
+        else:
+            unlisted_compiled = _is_compiled(entry.name)
+        beside = entry.name in compiled_names or unlisted_compiled
+        shutil.move(entry, (on_disk if beside else packed) / entry.name)
+        if beside and not entry.name.endswith((".dist-info", ".libs")):
+            disk_modules.append(entry.name.split(".", 1)[0])
     return sorted(set(disk_modules))
 
 
 def find_top_level(name: str, folders: Sequence[Path]) -> Path | None:
     """The module or package `name` (top level) in the first of `folders` holding it."""
+    if not name.isidentifier():
+        return None
     for folder in folders:
         for candidate in (folder / name, folder / f"{name}.py"):
             if candidate.exists():
@@ -135,7 +147,7 @@ def packages_folder(executable: Path) -> Path:
     """`<executable>-packages/`, checked to be free or written by an earlier embed: a
     folder of that name that pyfreight did not write is never replaced."""
     folder = executable.with_name(executable.name + PACKAGES_SUFFIX)
-    if (folder.exists() or folder.is_symlink()) and not (folder / MARKER).is_file():
+    if folder.is_symlink() or (folder.exists() and not (folder / MARKER).is_file()):
         raise PyfreightError(
             f"{folder} exists and was not written by pyfreight embed: move it away or choose another -o"
         )
@@ -152,10 +164,13 @@ def write_packages_folder(executable: Path, staged: Path) -> Path | None:
             shutil.rmtree(folder)
         return None
     (staged / MARKER).write_text("written by pyfreight embed; replaced by the next embed of this name\n")
+    # Leftovers of an interrupted embed of this name (any process), then this one's.
+    for leftover in folder.parent.glob(f".{folder.name}.*.tmp"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    for leftover in folder.parent.glob(f".{folder.name}.*.old"):
+        shutil.rmtree(leftover, ignore_errors=True)
     temporary = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
     previous = folder.with_name(f".{folder.name}.{os.getpid()}.old")
-    for leftover in (temporary, previous):
-        shutil.rmtree(leftover, ignore_errors=True)
     shutil.copytree(staged, temporary, symlinks=True)
     if folder.exists():
         folder.rename(previous)

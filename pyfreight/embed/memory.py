@@ -94,7 +94,8 @@ def _stage_application(plan: EmbedPlan, linker: Linker, options: PackOptions) ->
         found = application.find_top_level(name, [*apps, plan.archive.stdlib_dir])
         if found is None:
             raise PyfreightError(
-                f"--filesystem {name}: no such top-level module in the apps, packages or stdlib"
+                f"--filesystem {name}: no such top-level module in the apps, packages or stdlib "
+                "(give a module or package name, e.g. idlelib)"
             )
         if not (on_disk / found.name).exists():
             copy = shutil.copytree if found.is_dir() else shutil.copy2

@@ -151,14 +151,20 @@ class MemoryImporter:
     def find_distributions(self, context: "Any" = None) -> "Iterator[Any]":
         """importlib.metadata asks every meta path finder: the packed distributions (their
         .dist-info files are resources), all of them or the one context.name names."""
+        search = getattr(context, "path", None)
+        if search is not None and _get_root() not in search:
+            return  # a search of other sys.path-like entries
         folders = sorted({path.partition("/")[0] for path in _mem.resources(DISTRIBUTIONS)})
         wanted = getattr(context, "name", None)
         if wanted is not None:
-            # Names compare normalized (PEP 503), as the folder name (PEP 427) has them.
+            # Both names compare normalized (PEP 503): older wheels keep dots in the folder's.
             import re
 
-            key = re.sub(r"[-_.]+", "_", wanted).lower()
-            folders = [f for f in folders if f.partition("-")[0].lower() == key]
+            def normalized(name: str) -> str:
+                return re.sub(r"[-_.]+", "_", name).lower()
+
+            key = normalized(wanted)
+            folders = [f for f in folders if normalized(f.partition("-")[0]) == key]
         if folders:
             distribution = _make_distribution_class()
             for folder in folders:

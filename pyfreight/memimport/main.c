@@ -34,6 +34,9 @@ extern const char pyfreight_packages_suffix[];
 
 /* The environment variable that turns an application executable back into the interpreter. */
 #define INTERPRETER_VARIABLE "PYFREIGHT_INTERPRETER"
+/* Set by a running application for the processes it starts: only there is a multiprocessing
+   command line taken for one (so arguments given to an application never make it run code). */
+#define PARENT_VARIABLE "PYFREIGHT_APPLICATION_PARENT"
 
 /* The executable's real path; argv[0] may be relative, a symlink or found through $PATH. */
 static int
@@ -73,13 +76,23 @@ prefix_of(const char *exe, char *out, size_t size)
 }
 
 /* multiprocessing re-runs sys.executable as an interpreter, with interpreter options and then
-   `-c "… from multiprocessing.<module> import …"` (spawn, forkserver, the resource tracker). */
+   `-c "from multiprocessing.<module> import …"` (spawn, the resource tracker; 3.14's forkserver
+   puts "import sys; " first), from inside a running application. */
 static int
 multiprocessing_child(int argc, char **argv)
 {
+    const char *parent = getenv(PARENT_VARIABLE);
+    if (parent == NULL || parent[0] == '\0') {
+        return 0;
+    }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-c") == 0) {
-            return i + 1 < argc && strstr(argv[i + 1], "from multiprocessing.") != NULL;
+            if (i + 1 >= argc) {
+                return 0;
+            }
+            const char *code = argv[i + 1];
+            return strncmp(code, "from multiprocessing.", 21) == 0
+                   || strncmp(code, "import sys; from multiprocessing.", 33) == 0;
         }
         if (argv[i][0] != '-') {
             return 0;
@@ -146,7 +159,13 @@ configure(PyConfig *config, int argc, char **argv, const char *exe, const char *
     if (application) {
         config->use_environment = 0;
         config->user_site_directory = 0;
+        /* No site: it would add the site-packages of a Python installed at the executable's
+           prefix (/usr/bin/app: /usr/lib/python3.X/site-packages) and run its .pth files. */
+        config->site_import = 0;
         config->safe_path = 1;
+        if (setenv(PARENT_VARIABLE, "1", 1) != 0) {
+            return PyStatus_Error("cannot set " PARENT_VARIABLE);
+        }
         status = PyConfig_SetBytesString(config, &config->run_command, pyfreight_app_code);
         if (PyStatus_Exception(status)) {
             return status;
