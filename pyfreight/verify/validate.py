@@ -28,11 +28,11 @@ from pyfreight.dist.sbom import sbom_errors
 from pyfreight.errors import PyfreightError
 from pyfreight.formats import arfile
 from pyfreight.formats.elf import (
+    ElfFacts,
     elf_facts,
     interpreter_identity,
     libc_problem,
     object_glibc_references,
-    tree_elf_facts,
     tree_target,
 )
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
@@ -190,11 +190,14 @@ def _licenses(root: Path) -> list[Problem]:
     return problems
 
 
-def _elf_problems(path: Path, member: str, spec: Target) -> list[Problem]:
+def _elf_problems(path: Path, member: str, spec: Target, found: list[ElfFacts]) -> list[Problem]:
+    """The ELF rules for one file (nothing for a file that is not ELF); its facts are
+    appended to `found`, for the rules about the whole tree."""
     target = spec.triple
     facts = elf_facts(path, path.parent)
     if facts is None:
         return []
+    found.append(facts)
     problems = []
     extra = sorted(set(facts.needed) - spec.allowed_needed)
     if extra:
@@ -310,12 +313,14 @@ def _exported_symbols(elf: ELFFile) -> set[str]:
     }
 
 
-def _install_tree(install: Path, prefix: str, target: Target) -> list[Problem]:
-    problems = []
+def _install_tree(install: Path, prefix: str, target: Target) -> tuple[list[Problem], list[ElfFacts]]:
+    """The rules for the install tree, and the facts of its ELF files (read once)."""
+    problems: list[Problem] = []
+    facts: list[ElfFacts] = []
     for path in sorted(install.rglob("*")):
         rel = f"{prefix}/{path.relative_to(install)}"
         if path.is_file() and not path.is_symlink():
-            problems += _elf_problems(path, rel, target)
+            problems += _elf_problems(path, rel, target, facts)
             extension = path.name.endswith(".so") and "site-packages" not in path.parts
             allowed = (
                 path.name.split(".")[0] in ALLOWED_SHARED_EXTENSIONS and path.parent.name == "lib-dynload"
@@ -338,7 +343,7 @@ def _install_tree(install: Path, prefix: str, target: Target) -> list[Problem]:
         problems.append(
             Problem(f"{prefix}/bin/python", "bin/python and bin/python3 point to different interpreters")
         )
-    return problems
+    return problems, facts
 
 
 def _object_problems(build: Path, spec: Target) -> list[Problem]:
@@ -366,7 +371,7 @@ def _object_problems(build: Path, spec: Target) -> list[Problem]:
     return problems
 
 
-def _crt_problems(document: dict, install: Path, spec: Target) -> list[Problem]:
+def _crt_problems(document: dict, install: Path, spec: Target, elf: list[ElfFacts]) -> list[Problem]:
     """PYTHON.json's crt_features say what the tree needs of the C library: the same
     as its ELF files (a static interpreter, the dynamic C library, the newest glibc
     version), within the target's ceiling (the ELF rules)."""
@@ -375,7 +380,7 @@ def _crt_problems(document: dict, install: Path, spec: Target) -> list[Problem]:
         static = interpreter_identity((install / "bin" / "python3").resolve())[1] is None
     except (PyfreightError, OSError):
         return []  # reported by the ELF and symlink rules
-    newest = max((f.glibc for f in tree_elf_facts(install) if f.glibc), default=None)
+    newest = max((f.glibc for f in elf if f.glibc), default=None)
     found = crt_features(spec.libc, static, newest)
     problems = []
     if said != found:
@@ -462,10 +467,11 @@ def validate(archive: Path, target: str | None = None, limits: Limits = DEFAULT_
         problems += found
         if spec is None:
             return problems
-        problems += _install_tree(install, prefix, spec)
+        found, elf = _install_tree(install, prefix, spec)
+        problems += found
         if full:
             problems += _object_problems(root / "build", spec)
-            problems += _crt_problems(document or {}, install, spec)
+            problems += _crt_problems(document or {}, install, spec, elf)
         said_options = (document or {}).get("build_options") if full else None
         problems += _interpreter_problems(
             install, prefix, said_options if isinstance(said_options, str) else None, spec
