@@ -195,6 +195,26 @@ def cmd_test_dist(args: argparse.Namespace) -> None:
             raise PyfreightError(f"{archive}: the distribution failed its checks (see above)")
 
 
+def cmd_release(args: argparse.Namespace) -> None:
+    from pyfreight.dist.flavours import parse_full_name
+    from pyfreight.dist.release import make_release
+
+    ws = default_workspace()
+    fulls = [Path(a) for a in args.archives] or sorted(ws.dist.glob("*-full.tar.zst"))
+    for full in fulls:
+        if not full.is_file():
+            raise PyfreightError(f"{full}: no such archive")
+    releases = sorted({(parse_full_name(f.name) or {}).get("release", "") for f in fulls} - {""})
+    tag = args.tag or (releases[0] if len(releases) == 1 else None)
+    if tag is None:
+        raise PyfreightError("the archives are of several releases (or none): name the release with --tag")
+    out = Path(args.output) if args.output else ws.dist / f"release-{tag}"
+    made = make_release(fulls, out.resolve(), tag, args.base_url)
+    print(f"release:    {made}")
+    for name in ("SHA256SUMS", "downloads.json", "release.json", "RELEASE_NOTES.md"):
+        print(f"            {made / name}")
+
+
 def cmd_embed(args: argparse.Namespace) -> None:
     from pyfreight.embed.command import embed
 
@@ -523,6 +543,25 @@ def build_parser() -> argparse.ArgumentParser:
         "files beside its __file__, e.g. idlelib); repeatable",
     )
     p.set_defaults(func=cmd_embed)
+
+    p = sub.add_parser(
+        "release",
+        help="a release folder from full archives (and their install_only ones): SHA256SUMS, "
+        "uv's downloads index, release.json, notes",
+    )
+    p.add_argument(
+        "archives", nargs="*", metavar="FULL_ARCHIVE", help="-full.tar.zst archives (default: all in dist/)"
+    )
+    p.add_argument(
+        "--base-url",
+        required=True,
+        metavar="URL",
+        help="where the archives will be downloaded from, e.g. "
+        "https://github.com/OWNER/REPO/releases/download/TAG or file:///srv/python",
+    )
+    p.add_argument("--tag", help="the release's name (default: the archives' release, e.g. 20260805)")
+    p.add_argument("-o", "--output", metavar="DIR", help="the release folder (default: dist/release-TAG)")
+    p.set_defaults(func=cmd_release)
 
     p = sub.add_parser(
         "bench-import",
