@@ -197,7 +197,7 @@ def cmd_test_dist(args: argparse.Namespace) -> None:
 
 def cmd_release(args: argparse.Namespace) -> None:
     from pyfreight.dist.flavours import parse_full_name
-    from pyfreight.dist.release import make_release
+    from pyfreight.publish.release import make_release
 
     ws = default_workspace()
     fulls = [Path(a) for a in args.archives] or sorted(ws.dist.glob("*-full.tar.zst"))

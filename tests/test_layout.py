@@ -76,7 +76,8 @@ def test_the_check_finds_a_cycle():
 
 
 @pytest.mark.parametrize(
-    "package", ["sources", "container", "deps", "cpython", "dist", "verify", "embed", "bench", "formats"]
+    "package",
+    ["sources", "container", "deps", "cpython", "dist", "verify", "publish", "embed", "bench", "formats"],
 )
 def test_flow_packages_exist(package):
     assert (PACKAGE / package / "__init__.py").is_file()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyfreight.dist.release import _uv_variant
+from pyfreight.publish.release import _uv_variant
 
 
 @pytest.mark.parametrize(

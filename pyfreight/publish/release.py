@@ -62,14 +62,18 @@ def _build_of(full: Path) -> Build:
     for flavour in FLAVOURS:
         path = full.with_name(flavour.file_name(**parsed))
         if not path.is_file():
-            raise PyfreightError(f"{path.name} is missing beside {full.name}: run `pyfreight dist` for that build")
+            raise PyfreightError(
+                f"{path.name} is missing beside {full.name}: run `pyfreight dist` for that build"
+            )
         archives[flavour.name] = path
     try:
         document = json.loads(read_member(full, PYTHON_JSON))
         sbom = json.loads(read_member(full, SBOM))
     except (KeyError, ValueError) as exc:
         raise PyfreightError(f"{full.name}: no readable {exc} (run `pyfreight validate` on it)") from exc
-    return Build(parsed["version"], parsed["release"], parsed["target"], parsed["options"], archives, document, sbom)
+    return Build(
+        parsed["version"], parsed["release"], parsed["target"], parsed["options"], archives, document, sbom
+    )
 
 
 def _uv_variant(options: str) -> tuple[str, int] | None:
@@ -119,7 +123,12 @@ def _uv_entries(builds: list[Build], url_of: dict[str, str], sha_of: dict[str, s
 
 
 def _notes(tag: str, builds: list[Build], sizes: dict[str, int]) -> str:
-    lines = [f"# {tag}", "", "| archive | target | CPython | options | size |", "| --- | --- | --- | --- | --- |"]
+    lines = [
+        f"# {tag}",
+        "",
+        "| archive | target | CPython | options | size |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for build in builds:
         for path in build.archives.values():
             size = f"{sizes[path.name] / 1e6:.1f} MB"
@@ -142,7 +151,9 @@ def make_release(fulls: list[Path], out: Path, tag: str, base_url: str) -> Path:
     if not fulls:
         raise PyfreightError("no full archives given (and none in dist/): build some with `make linux-…`")
     if not base_url.startswith(("https://", "http://", "file://")):
-        raise PyfreightError(f"--base-url {base_url}: give an https:// or file:// URL of the release's folder")
+        raise PyfreightError(
+            f"--base-url {base_url}: give an https:// or file:// URL of the release's folder"
+        )
     builds = sorted((_build_of(f.resolve()) for f in fulls), key=lambda b: b.archives[FULL.name].name)
     failed = []
     for build in builds:

@@ -1,0 +1,1 @@
+"""Publishing what verify passed: release folders people and installers download from."""
