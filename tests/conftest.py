@@ -43,7 +43,7 @@ def noopt_dist(tmp_path_factory):
     """The archives of a real CPython 3.14 noopt build (built once per test session and
     shared by the distribution and embed tests: the build is the expensive part)."""
     from pyfreight.cpython.build import build_cpython
-    from pyfreight.dist.write import Distribution, write_distribution
+    from pyfreight.dist.write import WrittenArchives, write_distribution
     from pyfreight.formats.tarball import read_member
     from pyfreight.paths import default_workspace
     from pyfreight.targets import default_target
@@ -54,7 +54,7 @@ def noopt_dist(tmp_path_factory):
         full = Path(existing).resolve()
         only = full.with_name(full.name.replace("-full.tar.zst", "-install_only.tar.gz"))
         document = json.loads(read_member(full, "python/PYTHON.json"))
-        return Distribution(
+        return WrittenArchives(
             full, only, only.with_name(only.name.replace(".tar.gz", "_stripped.tar.gz")), document
         )
     build = build_cpython("3.14", "noopt", default_target(), default_workspace(), jobs=os.cpu_count() or 1)

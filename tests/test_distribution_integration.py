@@ -8,8 +8,8 @@ import tarfile
 
 import pytest
 
-from pyfreight.dist.python_json import schema_errors
 from pyfreight.formats.tarball import members as archive_members
+from pyfreight.python_json import schema_errors
 from tests.conftest import pyfreight_cli
 
 pytestmark = pytest.mark.container

@@ -13,6 +13,7 @@ from pyfreight.embed.link import generate_config_c
 from pyfreight.embed.select import is_copyleft, select_extensions
 from pyfreight.embed.symbols import Symbols, needed_by_link, read_symbols
 from pyfreight.errors import PyfreightError
+from pyfreight.python_json import Distribution
 
 
 def _variant(in_core=False, required=False, init_fn="PyInit_x", objs=(), links=(), licenses=None):
@@ -39,12 +40,18 @@ BUILD_INFO = {
         ),
         "_gplthing": _variant(init_fn="PyInit__gplthing", licenses=["GPL-3.0-or-later"]),
         "_zstd": _variant(init_fn="PyInit__zstd", licenses=["BSD-3-Clause OR GPL-2.0-only"]),
-    }
+    },
+    "core": {
+        "objs": ["build/Python/ceval.o", "build/Modules/config.o"],
+        "links": [{"name": "m", "system": True}],
+    },
+    "inittab_object": "build/Modules/config.o",
 }
+DIST = Distribution(root=Path("/nonexistent/python"), document={"build_info": BUILD_INFO})
 
 
 def _names(selection):
-    return [e.name for e in select_extensions(BUILD_INFO, selection)]
+    return [e.name for e in select_extensions(DIST, selection)]
 
 
 def test_presets_and_lists_always_keep_what_starts_the_interpreter():
@@ -78,7 +85,7 @@ def test_copyleft_follows_spdx_operators(expression, copyleft):
 
 
 def test_config_c_lists_exactly_the_chosen_modules(tmp_path):
-    source = generate_config_c(select_extensions(BUILD_INFO, "_ssl"))
+    source = generate_config_c(select_extensions(DIST, "_ssl"))
     assert '{"sys", NULL},' in source and '{"_ssl", PyInit__ssl},' in source
     assert "extern PyObject *PyInit__ssl(void);" in source and "NULL(void)" not in source
     assert "_gplthing" not in source and "_zstd" not in source
@@ -90,7 +97,7 @@ def test_config_c_compiles(tmp_path):
         "#include <stddef.h>\ntypedef struct _object PyObject;\n"
         "struct _inittab { const char *name; PyObject *(*initfunc)(void); };\n"
     )
-    (tmp_path / "config.c").write_text(generate_config_c(select_extensions(BUILD_INFO, "all")))
+    (tmp_path / "config.c").write_text(generate_config_c(select_extensions(DIST, "all")))
     subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", "-c", "config.c"], cwd=tmp_path, check=True)
 
 

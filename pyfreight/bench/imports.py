@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight.cpython.options import BuildOptions
-from pyfreight.dist.python_json import checked_document
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
+from pyfreight.python_json import checked_document
 from pyfreight.targets import Target
 
 # Speed goals: the memory binary's time as a fraction of the filesystem importer's.

@@ -39,7 +39,7 @@ from pyfreight.dist.flavours import (
     Flavour,
     release_tag,
 )
-from pyfreight.dist.python_json import Library, describe, object_file_format
+from pyfreight.dist.describe import Library, describe, object_file_format
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import check_tree, tree_elf_facts
 from pyfreight.formats.tarball import extract, newest_mtime, read_member, walk_sorted, write_tar
@@ -74,7 +74,7 @@ Members = list[tuple[str, Path]]  # (name in the archive, file)
 
 
 @dataclass(frozen=True)
-class Distribution:
+class WrittenArchives:
     full: Path
     install_only: Path
     install_only_stripped: Path
@@ -186,7 +186,7 @@ def _linked_libc(build: CPythonBuild, ws: Workspace, scratch: Path) -> tuple[Rec
 
 def write_distribution(
     build: CPythonBuild, ws: Workspace, dist: Path, release: str | None = None
-) -> Distribution:
+) -> WrittenArchives:
     """The three archives of `build` in `dist`, reused when an earlier run wrote them from
     the same inputs and they are still intact."""
     release = release or default_release(build, ws)
@@ -200,7 +200,7 @@ def write_distribution(
         if intact:
             say(f"dist: up to date ({paths[FULL].name} and its install_only archives)")
             document = json.loads(read_member(paths[FULL], PYTHON_JSON))
-            return Distribution(paths[FULL], paths[INSTALL_ONLY], paths[INSTALL_ONLY_STRIPPED], document)
+            return WrittenArchives(paths[FULL], paths[INSTALL_ONLY], paths[INSTALL_ONLY_STRIPPED], document)
     record_path.unlink(missing_ok=True)
     result = _write_archives(build, ws, paths)
     archives = {str(p): file_sha256(p) for p in result.archives}
@@ -208,7 +208,7 @@ def write_distribution(
     return result
 
 
-def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Path]) -> Distribution:
+def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Path]) -> WrittenArchives:
     tree, objects = build.tree, build.objects
     target = target_of(build.target)
     epoch = newest_mtime(ws.downloads / build.source.source.file) or 0
@@ -286,7 +286,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
         )
     for path in (full, install_only, stripped):
         say(f"dist: {path.name}: {path.stat().st_size / 1e6:.1f} MB")
-    return Distribution(full, install_only, stripped, document)
+    return WrittenArchives(full, install_only, stripped, document)
 
 
 def _sbom(

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyfreight.embed.archive import open_archive
+from pyfreight.embed.archive import archive_pie, archive_target, open_archive
 from pyfreight.embed.host_toolchain import find_toolchain
 from pyfreight.embed.link import Linker, build_libpython, link_executable, plan_embed, self_contained_library
 from pyfreight.embed.memory import PackOptions, link_memory_importer
@@ -79,11 +79,11 @@ def embed(
                 "--memory-importer builds an executable; it does not combine with --emit-lib"
             )
         archive = open_archive(archive_path, work / "archive", whole_tree=memory is not None, limits=limits)
-        _check_cross_compiler(archive.target, cc, archive_path)
+        _check_cross_compiler(archive_target(archive), cc, archive_path)
         if pie is None:
-            pie = archive.pie
+            pie = archive_pie(archive)
         extra = ([] if pie else ["-no-pie"]) + (["-Wl,--strip-debug"] if strip else [])
-        toolchain = find_toolchain(archive.build_info["object_file_format"], cc, work)
+        toolchain = find_toolchain(archive.object_file_format, cc, work)
         plan = plan_embed(archive, selection, toolchain.nm)
         kept = f"{len(plan.extensions)} extension modules, {len(plan.dropped)} left out"
         say(f"embed: {kept}; {toolchain.describe()}")

@@ -10,40 +10,14 @@ also uses) gets it from its `links`, never from a hard-coded table."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from pyfreight.errors import PyfreightError
+from pyfreight.python_json import Distribution, Extension
 
 PRESETS = ("all", "minimal", "no-copyleft")
 
 # SPDX identifiers (prefixes) whose terms reach the program that links them in.
 COPYLEFT_PREFIXES = ("GPL", "LGPL", "AGPL", "MPL", "EPL", "EUPL", "CDDL", "OSL", "CC-BY-SA", "SSPL")
-
-
-@dataclass(frozen=True)
-class Extension:
-    """One chosen variant of an extension module, as PYTHON.json describes it."""
-
-    name: str
-    init_fn: str  # "NULL" for entries whose module the core creates itself (builtins, sys)
-    in_core: bool
-    objs: tuple[str, ...]
-    links: tuple[dict, ...]
-    licenses: tuple[str, ...]
-
-
-def _variant(name: str, variants: list[dict]) -> Extension:
-    # Our archives carry one variant per module; a multi-variant archive (possible in the
-    # format) gets its first, which python-build-standalone documents as the default.
-    v = variants[0]
-    return Extension(
-        name=name,
-        init_fn=v["init_fn"],
-        in_core=bool(v["in_core"]),
-        objs=tuple(v.get("objs", ())),
-        links=tuple(v.get("links", ())),
-        licenses=tuple(v.get("licenses") or ()),
-    )
 
 
 def is_copyleft(expression: str) -> bool:
@@ -83,38 +57,28 @@ def _split_top_level(text: str, operator: str) -> list[str]:
     return parts
 
 
-def _minimal_names(extensions: dict[str, list[dict]]) -> set[str]:
-    return {n for n, v in extensions.items() if v[0]["in_core"] or v[0].get("required")}
-
-
-def select_extensions(build_info: dict, selection: str) -> list[Extension]:
-    """The extensions of `selection`, sorted by name. Raises PyfreightError for names the
-    archive does not have, listing what it has."""
-    extensions: dict[str, list[dict]] = build_info["extensions"]
-    minimal = _minimal_names(extensions)
+def select_extensions(dist: Distribution, selection: str) -> list[Extension]:
+    """The default variants of `selection`, sorted by name. Raises PyfreightError for
+    names the archive does not have, listing what it has. (Our archives carry one variant
+    per module; python-build-standalone documents the first as the default.)"""
+    everything = [dist.default(name) for name in dist.extensions]
     if selection == "all":
-        names = set(extensions)
-    elif selection == "minimal":
-        names = minimal
-    elif selection == "no-copyleft":
-        names = {
-            n
-            for n, v in extensions.items()
-            if n in minimal or not any(is_copyleft(lic) for lic in v[0].get("licenses") or ())
-        }
-    else:
-        wanted = {n.strip() for n in selection.split(",") if n.strip()}
-        unknown = sorted(wanted - set(extensions))
-        if not wanted or unknown:
-            raise PyfreightError(
-                f"--extensions {selection!r}: no extension module named {', '.join(unknown) or '(empty)'} "
-                "in this archive; use all, minimal, no-copyleft or names from: "
-                f"{', '.join(sorted(extensions))}"
-            )
-        names = wanted | minimal
-    return [_variant(n, extensions[n]) for n in sorted(names)]
+        return everything
+    if selection == "minimal":
+        return dist.required_extensions()
+    if selection == "no-copyleft":
+        return [e for e in everything if e.in_core or e.required or not any(map(is_copyleft, e.licenses))]
+    wanted = {n.strip() for n in selection.split(",") if n.strip()}
+    unknown = sorted(wanted - set(dist.extensions))
+    if not wanted or unknown:
+        raise PyfreightError(
+            f"--extensions {selection!r}: no extension module named {', '.join(unknown) or '(empty)'} "
+            "in this archive; use all, minimal, no-copyleft or names from: "
+            f"{', '.join(dist.extensions)}"
+        )
+    return dist.extensions_named(wanted, with_required=True)
 
 
-def dropped_extensions(build_info: dict, chosen: list[Extension]) -> list[str]:
+def dropped_extensions(dist: Distribution, chosen: list[Extension]) -> list[str]:
     kept = {e.name for e in chosen}
-    return sorted(n for n in build_info["extensions"] if n not in kept)
+    return [n for n in dist.extensions if n not in kept]

@@ -11,13 +11,13 @@ from pathlib import Path
 from pyfreight.container.images import ensure_runtime_image
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.dist.flavours import recognise
-from pyfreight.dist.python_json import checked_document
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_target
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
+from pyfreight.python_json import checked_document
 from pyfreight.verify.check_install import check_install
 
 MOUNT = "/srv/unpacked dist/python"  # a space, and not where check-install puts trees

@@ -22,8 +22,8 @@ from elftools.elf.sections import SymbolTableSection
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.cpython.setup_local import load_extension_data
+from pyfreight.dist.describe import crt_features
 from pyfreight.dist.flavours import recognise
-from pyfreight.dist.python_json import crt_features, schema_errors
 from pyfreight.dist.sbom import sbom_errors
 from pyfreight.errors import PyfreightError
 from pyfreight.formats import arfile
@@ -36,6 +36,7 @@ from pyfreight.formats.elf import (
     tree_target,
 )
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
+from pyfreight.python_json import schema_errors
 from pyfreight.targets import Target, all_targets, default_target, known_names
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})

@@ -2,33 +2,31 @@
 python-build-standalone's format version 8, so that existing packers can read our
 archives. Every value comes from the build itself: the interpreter's own answers
 (pyfreight/in_container/describe_python.py), the exported build folder (buildinfo) and
-the dependency artifacts; schema/PYTHON.json.schema.json is checked on every write."""
+the dependency artifacts; schema/PYTHON.json.schema.json is checked on every write.
+Reading it back is pyfreight/python_json.py's job."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
-
-import jsonschema
 
 from pyfreight import toolchain
 from pyfreight.cpython.buildinfo import BuildInfo
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.errors import PyfreightError
-from pyfreight.paths import SCHEMA_DIR
+from pyfreight.python_json import schema, schema_errors
 from pyfreight.targets import Target
 
 FORMAT_VERSION = "8"
-SCHEMA_FILE = SCHEMA_DIR / "PYTHON.json.schema.json"
 # CPython's own licence (the PSF licence stack), as SPDX identifiers.
 CPYTHON_LICENSES = ["Python-2.0", "CNRI-Python"]
-# Built-in modules whose code the core calls directly while it initializes (signal
-# handling, faulthandler, tracemalloc and the os layer), beyond those imported at
-# start-up (which the interpreter reports): a packer must keep all of them.
-CALLED_BY_CORE = frozenset({"_signal", "_tracemalloc", "faulthandler", "posix"})
+# Built-in modules whose code the core calls directly (signal handling, faulthandler,
+# tracemalloc and the os layer while it initializes; atexit's hooks and, since 3.13,
+# datetime's static types from pylifecycle), beyond those imported at start-up (which
+# the interpreter reports): a packer must keep all of them or libpython does not link.
+# tests/test_python_json_reader.py links the required set alone to hold this true.
+CALLED_BY_CORE = frozenset({"_datetime", "_signal", "_tracemalloc", "atexit", "faulthandler", "posix"})
 ELF_MAGIC = b"\x7fELF"
 BITCODE_MAGIC = b"BC\xc0\xde"
 
@@ -44,51 +42,9 @@ class Library:
     license_paths: tuple[str, ...]  # relative to python/
 
 
-@cache
-def schema() -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(SCHEMA_FILE.read_text())
-    return document
-
-
 # The system libraries PYTHON.json may name, for any target (the schema's list); which
 # of them a build may link is its target's `system_libraries` (targets/*.yaml).
 SCHEMA_SYSTEM_LIBRARIES = frozenset(schema()["$defs"]["link"]["then"]["properties"]["name"]["enum"])
-
-
-def checked_document(root: Path, archive: Path) -> dict[str, Any]:
-    """PYTHON.json of an extracted archive (`root` is its python/ folder), checked before
-    anything uses it: valid JSON and the published schema, whose path patterns keep every
-    path it names relative, inside python/ and free of `..`. (The safe extraction already
-    refused symlinks that leave the archive.)"""
-    path = root / "PYTHON.json"
-    try:
-        document = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise PyfreightError(
-            f"{archive}: no python/PYTHON.json; give a full archive (cpython-…-full.tar.zst)"
-        ) from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise PyfreightError(f"{archive}: python/PYTHON.json is not valid JSON ({exc})") from None
-    if not isinstance(document, dict):
-        raise PyfreightError(f"{archive}: python/PYTHON.json is not a JSON object")
-    errors = schema_errors(document)
-    if errors:
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise PyfreightError(
-            f"{archive}: python/PYTHON.json does not match schema/PYTHON.json.schema.json: "
-            f"{errors[0].removeprefix('PYTHON.json ')}{more}; `pyfreight validate` lists every problem"
-        )
-    return document
-
-
-def schema_errors(document: dict) -> list[str]:
-    """Every schema violation, each with the JSON path of the offending value."""
-    validator = jsonschema.Draft202012Validator(schema())
-    found = []
-    for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
-        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        found.append(f"PYTHON.json {where}: {error.message}")
-    return found
 
 
 def object_file_format(first_object: Path) -> str:
