@@ -41,11 +41,13 @@ test: lint
 test-unit: setup
 	.venv/bin/pytest -ra -m "not container" $(ARGS)
 
-# ruff for lint and format, mypy for types (configured in pyproject.toml).
+# ruff for lint and format, mypy for types (configured in pyproject.toml), actionlint
+# (with shellcheck) for the GitHub workflows.
 lint: setup
 	.venv/bin/ruff check pyfreight tests
 	.venv/bin/ruff format --check pyfreight tests
 	.venv/bin/mypy
+	.venv/bin/actionlint
 
 # CPython builds for any target of targets/*.yaml by its make name, e.g.
 # `make MAKE_NAME-noopt`: dependencies first, then the interpreter, then

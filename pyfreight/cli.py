@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -213,6 +214,27 @@ def cmd_release(args: argparse.Namespace) -> None:
     print(f"release:    {made}")
     for name in ("SHA256SUMS", "downloads.json", "release.json", "RELEASE_NOTES.md"):
         print(f"            {made / name}")
+
+
+def cmd_matrix(args: argparse.Namespace) -> None:
+    from pyfreight.publish.matrix import release_matrix
+
+    entries = release_matrix()
+    if args.json:
+        rows = [
+            {
+                "name": e.name,
+                "target": e.target,
+                "cpython": e.cpython,
+                "options": e.options,
+                "make": " ".join(e.make),
+            }
+            for e in entries
+        ]
+        print(json.dumps({"include": rows}, sort_keys=True))
+        return
+    for e in entries:
+        print(f"make {' '.join(e.make):<55} # {e.name}")
 
 
 def cmd_embed(args: argparse.Namespace) -> None:
@@ -562,6 +584,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tag", help="the release's name (default: the archives' release, e.g. 20260805)")
     p.add_argument("-o", "--output", metavar="DIR", help="the release folder (default: dist/release-TAG)")
     p.set_defaults(func=cmd_release)
+
+    p = sub.add_parser(
+        "matrix",
+        help="the builds a release carries (targets/*.yaml release_options by pinned CPython versions), "
+        "as make commands",
+    )
+    p.add_argument("--json", action="store_true", help='as a GitHub Actions matrix ({"include": [...]})')
+    p.set_defaults(func=cmd_matrix)
 
     p = sub.add_parser(
         "bench-import",

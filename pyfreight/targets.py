@@ -46,6 +46,7 @@ class Target:
     cpython_configure_answers: MappingProxyType[str, str]
     cpython_ldflags: str  # build-only flags of CPython's own links
     unavailable_options: MappingProxyType[str, str]  # "pgo"/"lto" -> why the target cannot have it
+    release_options: tuple[str, ...]  # the builds a release carries for this target
     cross_cc: str | None  # a compiler here that links for the target (embed --cc)
     cross_cc_packages: tuple[str, ...]  # the Debian packages providing it
     runtime_tools: str | None = None  # platform/ recipe of the tools of a libc-only runtime image
@@ -92,6 +93,7 @@ class Target:
             cpython_configure_answers=MappingProxyType(dict(data.get("cpython_configure_answers", {}))),
             cpython_ldflags=data.get("cpython_ldflags", ""),
             unavailable_options=MappingProxyType(dict(data.get("unavailable_options", {}))),
+            release_options=tuple(data["release_options"]),
             cross_cc=data.get("cross_cc", {}).get("command"),
             cross_cc_packages=tuple(data.get("cross_cc", {}).get("debian_packages", ())),
             runtime_tools=data.get("runtime_tools"),

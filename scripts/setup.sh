@@ -56,6 +56,17 @@ for entry in $(.venv/bin/python -c 'import pyfreight.targets as t; print(*t.cros
   # shellcheck disable=SC2086  # one word per package
   command -v "${entry%%:*}" >/dev/null 2>&1 || apt_install ${packages//,/ }
 done
+# `make lint` checks the GitHub workflows (which cannot run here) with actionlint, a Go
+# program built from its pinned module, and actionlint checks their shell steps with
+# shellcheck.
+command -v shellcheck >/dev/null 2>&1 || apt_install shellcheck
+actionlint_version=1.7.7
+if [ "$(.venv/bin/actionlint -version 2>/dev/null | head -n 1)" != "v$actionlint_version" ]; then
+  command -v go >/dev/null 2>&1 || apt_install golang-go
+  echo "setup: building actionlint $actionlint_version with go (log: build/logs/go.log)" >&2
+  GOBIN="$root/.venv/bin" go install "github.com/rhysd/actionlint/cmd/actionlint@v$actionlint_version" \
+    >build/logs/go.log 2>&1 || { tail -n 20 build/logs/go.log >&2; echo "log: build/logs/go.log" >&2; exit 1; }
+fi
 # Emulators for the targets that do not run natively here (targets/*.yaml `run`).
 # shellcheck disable=SC2046  # one word per emulator name
 scripts/ensure-emulators.sh $(.venv/bin/python -c 'import pyfreight.targets as t; print(*t.emulators())')

@@ -59,7 +59,7 @@ class CPythonBuild:
     dependencies: dict[str, Path]  # recipe name -> artifact it linked
 
 
-def _check_target_has(options: BuildOptions, target: Target) -> None:
+def check_target_has(options: BuildOptions, target: Target) -> None:
     """Refuses an option the target's data says it cannot have, with the data's reason."""
     for feature, wanted in (("pgo", options.pgo), ("lto", options.lto)):
         reason = target.unavailable_options.get(feature)
@@ -103,7 +103,7 @@ def build_cpython(
     skips training and rebuilds from that profile instead."""
     src = cpython_source(minor)
     options = BuildOptions.parse(options_text)
-    _check_target_has(options, target)
+    check_target_has(options, target)
     _check_profile(options, pgo_profile)
     tarball = fetch_source(src.source, ws.downloads, log=say)
     origin = f"{src.top_dir}/Modules/Setup.stdlib.in"
