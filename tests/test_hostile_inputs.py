@@ -191,6 +191,14 @@ COMMANDS = {
     "embed-memory": lambda a, tmp: ["embed", str(a), "--memory-importer", "-o", str(tmp / "out" / "python")],
     "reproduce": lambda a, tmp: ["reproduce", str(a)],
     "bench-import": lambda a, tmp: ["bench-import", str(a), "--runs", "10"],
+    "release": lambda a, tmp: [
+        "release",
+        str(a),
+        "--base-url",
+        "file:///srv/python",
+        "-o",
+        str(tmp / "out" / "r"),
+    ],
 }
 CASE_NAMES = sorted(_build_cases(Path("/nonexistent")))
 
@@ -216,8 +224,12 @@ def test_hostile_archive_is_refused(tmp_path, case, command):
     (tmp_path / "cwd").mkdir()
     (tmp_path / "out").mkdir()
     make, expected = _build_cases(outside)[case]
-    name = FULL_NAME if command == "reproduce" else f"{case}.tar.zst"
+    # reproduce and release read the archive's name; release wants its install_only twins
+    name = FULL_NAME if command in ("reproduce", "release") else f"{case}.tar.zst"
     archive = make(tmp_path / name)
+    if command == "release":
+        for flavour in ("install_only", "install_only_stripped"):
+            make(tmp_path / FULL_NAME.replace("-noopt-full.tar.zst", f"-noopt-{flavour}.tar.gz"))
     before = _snapshot(outside)
 
     proc = _run(COMMANDS[command](archive, tmp_path), tmp_path)

@@ -5,9 +5,11 @@ running a script with `uv run`."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import zipfile
@@ -15,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from pyfreight.container.images import base_tag, ensure_images, load_spec
+from pyfreight.paths import default_workspace
+from pyfreight.targets import default_target
 from tests.conftest import REPO, pyfreight_cli
 
 pytestmark = pytest.mark.container
@@ -55,21 +60,23 @@ def test_the_release_folder_says_what_it_holds(noopt_dist, release, tmp_path):
         assert (again / name).read_bytes() == (release / name).read_bytes(), name
 
 
-def _wheel(folder: Path) -> Path:
-    """A pure-Python wheel, made by hand: greeting 1.0 with one module."""
-    path = folder / "greeting-1.0-py3-none-any.whl"
+def _wheel(folder: Path, name: str, modules: dict[str, str]) -> Path:
+    """A pure-Python wheel NAME 1.0 of `modules`, made by hand."""
+    path = folder / f"{name}-1.0-py3-none-any.whl"
+    info = f"{name}-1.0.dist-info"
     files = {
-        "greeting.py": "def hello():\n    return 'hello from a wheel'\n",
-        "greeting-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: greeting\nVersion: 1.0\n",
-        "greeting-1.0.dist-info/WHEEL": (
-            "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-        ),
+        **modules,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
-    record = [f"{name},sha256=,{len(text)}" for name, text in files.items()]
-    files["greeting-1.0.dist-info/RECORD"] = "\n".join([*record, "greeting-1.0.dist-info/RECORD,,"]) + "\n"
+    record = []
+    for member, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{member},sha256={digest},{len(text.encode())}")
+    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
     with zipfile.ZipFile(path, "w") as archive:
-        for name, text in files.items():
-            archive.writestr(name, text)
+        for member, text in files.items():
+            archive.writestr(member, text)
     return path
 
 
@@ -103,7 +110,13 @@ def test_uv_installs_our_python_offline_and_uses_it(noopt_dist, release, tmp_pat
     assert any(installed.glob(f"cpython-{version}*/bin/python3")), sorted(p.name for p in installed.iterdir())
 
     uv("venv", "--python", version, tmp_path / "venv")
-    uv("pip", "install", "--python", tmp_path / "venv" / "bin" / "python", _wheel(tmp_path))
+    uv(
+        "pip",
+        "install",
+        "--python",
+        tmp_path / "venv" / "bin" / "python",
+        _wheel(tmp_path, "greeting", {"greeting.py": "def hello():\n    return 'hello from a wheel'\n"}),
+    )
     run = subprocess.run(
         [
             str(tmp_path / "venv" / "bin" / "python"),
@@ -139,3 +152,81 @@ def test_an_archive_that_fails_validation_is_not_released(noopt_dist, tmp_path):
     os.remove(stripped)
     missing = pyfreight_cli("release", dist / noopt_dist.full.name, "--base-url", "file:///srv", "-o", out)
     assert missing.returncode != 0 and f"{stripped.name} is missing beside" in missing.stderr
+
+
+USING = REPO / "docs" / "using.md"
+
+
+def _documented(language: str, holding: str) -> str:
+    """The fenced `language` block of docs/using.md that holds `holding`."""
+    blocks = re.findall(rf"^```{language}\n(.*?)^```", USING.read_text(), re.M | re.S)
+    found = [block for block in blocks if holding in block]
+    assert len(found) == 1, f"docs/using.md: expected one {language} block with {holding!r}"
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def base_image() -> str:
+    """Our Debian base image (glibc, no Python), standing in for debian:trixie-slim,
+    which no registry serves here."""
+    ensure_images(default_workspace(), default_target())
+    return base_tag(load_spec())
+
+
+@pytest.mark.parametrize("holding", ["ADD ${ARCHIVE}", "sha256sum --ignore-missing"], ids=["add", "verified"])
+def test_the_documented_dockerfiles_build_offline_and_run(noopt_dist, release, base_image, tmp_path, holding):
+    context = tmp_path / "context"
+    context.mkdir()
+    archive = noopt_dist.install_only_stripped.name
+    for name in (archive, "SHA256SUMS"):
+        os.link(release / name, context / name)
+    (context / "Dockerfile").write_text(_documented("dockerfile", holding))
+    tag = f"pyfreight-docs-test:{tmp_path.name.lower()}"
+    build_args = ["--build-arg", f"BASE={base_image}", "--build-arg", f"ARCHIVE={archive}"]
+    try:
+        built = subprocess.run(
+            ["docker", "build", "--network", "none", "-q", "-t", tag, *build_args, str(context)],
+            capture_output=True,
+            text=True,
+        )
+        assert built.returncode == 0, built.stderr[-3000:]
+        probe = "import ssl, sys; print(sys.prefix, sys.version_info[:2], ssl.OPENSSL_VERSION)"
+        ran = subprocess.run(
+            ["docker", "run", "--rm", "--network", "none", tag, "python3", "-c", probe],
+            capture_output=True,
+            text=True,
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout.startswith("/opt/python (3, 14) OpenSSL 3"), ran.stdout
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
+
+
+CARGO = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+
+
+@pytest.mark.skipif(not Path(CARGO).is_file(), reason="no cargo on this machine: pyapp builds with cargo")
+def test_the_documented_pyapp_build_runs_our_python_offline(noopt_dist, tmp_path):
+    """docs/using.md's pyapp commands as written (pyapp from crates.io), with our
+    archive and an application wheel embedded; the result runs with no network."""
+    commands = _documented("sh", "PYAPP_DISTRIBUTION_PATH")
+    archive = re.search(r"cpython-\S*-install_only_stripped\.tar\.gz", commands)
+    assert archive
+    shutil.copy(noopt_dist.install_only_stripped, tmp_path / archive.group(0))
+    cli = "import sys\n\ndef main():\n    print('myapp on', sys.version.split()[0], sys.argv[1:])\n"
+    _wheel(tmp_path, "myapp", {"myapp/__init__.py": "", "myapp/cli.py": cli})
+    env = {"PATH": f"{Path(CARGO).parent}:/usr/bin:/bin", "HOME": os.environ.get("HOME", str(tmp_path))}
+    built = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", commands], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    run_env = {
+        "PATH": "/usr/bin:/bin",
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    ran = subprocess.run(
+        ["unshare", "--net", str(tmp_path / "myapp"), "a", "b"], capture_output=True, text=True, env=run_env
+    )
+    version = noopt_dist.python_json["python_version"]
+    assert ran.returncode == 0 and f"myapp on {version} ['a', 'b']" in ran.stdout, ran.stdout + ran.stderr

@@ -52,7 +52,9 @@ class Build:
     sbom: dict
 
 
-def _build_of(full: Path) -> Build:
+def _files_of(full: Path) -> tuple[dict[str, str], dict[str, Path]]:
+    """A full archive's name parts and its build's three archives, by flavour name;
+    nothing is read from them yet."""
     parsed = parse_full_name(full.name)
     if parsed is None:
         raise PyfreightError(
@@ -66,6 +68,12 @@ def _build_of(full: Path) -> Build:
                 f"{path.name} is missing beside {full.name}: run `pyfreight dist` for that build"
             )
         archives[flavour.name] = path
+    return parsed, archives
+
+
+def _build_of(parsed: dict[str, str], archives: dict[str, Path]) -> Build:
+    """What a validated build's full archive says of itself."""
+    full = archives[FULL.name]
     try:
         document = json.loads(read_member(full, PYTHON_JSON))
         sbom = json.loads(read_member(full, SBOM))
@@ -154,17 +162,19 @@ def make_release(fulls: list[Path], out: Path, tag: str, base_url: str) -> Path:
         raise PyfreightError(
             f"--base-url {base_url}: give an https:// or file:// URL of the release's folder"
         )
-    builds = sorted((_build_of(f.resolve()) for f in fulls), key=lambda b: b.archives[FULL.name].name)
+    # Nothing is read from an archive before it passed validation: they come from the internet.
+    files = sorted((_files_of(f.resolve()) for f in fulls), key=lambda found: found[1][FULL.name].name)
     failed = []
-    for build in builds:
-        for path in build.archives.values():
+    for parsed, archives in files:
+        for path in archives.values():
             say(f"release: validating {path.name}")
-            problems = validate(path, build.target)
+            problems = validate(path, parsed["target"])
             if problems:
                 more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
                 failed.append(f"{path.name}: {problems[0]}{more}")
     if failed:
         raise PyfreightError("archives failed validation, nothing released:\n  " + "\n  ".join(failed))
+    builds = [_build_of(parsed, archives) for parsed, archives in files]
     paths = sorted((p for b in builds for p in b.archives.values()), key=lambda p: p.name)
     names = [p.name for p in paths]
     if len(set(names)) != len(names):
