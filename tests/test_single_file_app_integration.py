@@ -79,20 +79,23 @@ def runtime_image() -> str:
     return base_tag(load_spec())
 
 
-def test_cli_with_a_pure_python_dependency_is_one_file(noopt_dist, runtime_image, tmp_path):
-    app = _app(
-        tmp_path / "src",
-        "greet",
-        {"__init__.py": "", "cli.py": GREET, "work.py": "def square(x):\n    return x * x\n"},
-    )
-    (tmp_path / "requirements.txt").write_text("click==8.2.1\n")
-    out = tmp_path / "out" / "greet"
+def _embed_app(noopt_dist, tmp_path: Path, package: str, files: dict[str, str], requirement: str, main: str):
+    """`pyfreight embed` of an application folder with one requirement, as a user types it."""
+    app = _app(tmp_path / "src", package, files)
+    (tmp_path / "requirements.txt").write_text(requirement + "\n")
+    out = tmp_path / "out" / package
     out.parent.mkdir()
     made = pyfreight_cli(
-        "embed", noopt_dist.full, "--memory-importer", "--app", app, "--main", "greet.cli:main",
+        "embed", noopt_dist.full, "--memory-importer", "--app", app, "--main", main,
         "--requirements", tmp_path / "requirements.txt", "-o", out, "--cc", "gcc",
     )  # fmt: skip
     assert made.returncode == 0, made.stderr[-3000:]
+    return out, made
+
+
+def test_cli_with_a_pure_python_dependency_is_one_file(noopt_dist, runtime_image, tmp_path):
+    files = {"__init__.py": "", "cli.py": GREET, "work.py": "def square(x):\n    return x * x\n"}
+    out, _ = _embed_app(noopt_dist, tmp_path, "greet", files, "click==8.2.1", "greet.cli:main")
     assert sorted(p.name for p in out.parent.iterdir()) == ["greet"], "a pure-Python app is one file"
 
     folder = _alone([out], tmp_path)
@@ -117,15 +120,8 @@ def test_cli_with_a_pure_python_dependency_is_one_file(noopt_dist, runtime_image
 
 
 def test_cli_with_a_compiled_dependency_keeps_it_beside(noopt_dist, runtime_image, tmp_path):
-    app = _app(tmp_path / "src", "escape", {"__init__.py": "", "__main__.py": ESCAPE})
-    (tmp_path / "requirements.txt").write_text("markupsafe==3.0.3\n")
-    out = tmp_path / "out" / "escape"
-    out.parent.mkdir()
-    made = pyfreight_cli(
-        "embed", noopt_dist.full, "--memory-importer", "--app", app, "--main", "escape",
-        "--requirements", tmp_path / "requirements.txt", "-o", out, "--cc", "gcc",
-    )  # fmt: skip
-    assert made.returncode == 0, made.stderr[-3000:]
+    files = {"__init__.py": "", "__main__.py": ESCAPE}
+    out, made = _embed_app(noopt_dist, tmp_path, "escape", files, "markupsafe==3.0.3", "escape")
     packages = out.with_name("escape-packages")
     assert f"packages:   {packages}" in made.stdout
     assert list(packages.glob("markupsafe/_speedups*.so")), sorted(p.name for p in packages.rglob("*"))
