@@ -42,12 +42,16 @@ test-unit: setup
 	.venv/bin/pytest -ra -m "not container" $(ARGS)
 
 # ruff for lint and format, mypy for types (configured in pyproject.toml), actionlint
-# (with shellcheck) for the GitHub workflows.
+# (with shellcheck) for the GitHub workflows, shellcheck for the driver's scripts and,
+# as bash at warning level, the build scripts (recipes run them with -euo pipefail, so
+# an unchecked cd cannot go on; libxcb's one unquoted $(...) is a word list on purpose).
 lint: setup
 	.venv/bin/ruff check pyfreight tests
 	.venv/bin/ruff format --check pyfreight tests
 	.venv/bin/mypy
 	.venv/bin/actionlint
+	shellcheck scripts/*.sh .ci/run pyfreight/container/entry.sh
+	shellcheck --shell=bash --severity=warning --exclude=SC2164,SC2046 recipes/*/build.sh platform/*/build.sh cpython/*.sh
 
 # CPython builds for any target of targets/*.yaml by its make name, e.g.
 # `make MAKE_NAME-noopt`: dependencies first, then the interpreter, then

@@ -46,8 +46,9 @@ command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || apt_in
 # `pyfreight embed` links on the host: gcc and binutils for any archive; clang, lld and
 # llvm of the build's LLVM for LTO (bitcode) archives; strace for the memory-importer proof.
 command -v gcc >/dev/null 2>&1 || apt_install gcc libc6-dev
-command -v clang-19 >/dev/null 2>&1 && command -v ld.lld-19 >/dev/null 2>&1 \
-  && command -v llvm-ar-19 >/dev/null 2>&1 || apt_install clang-19 lld-19 llvm-19
+if ! { command -v clang-19 && command -v ld.lld-19 && command -v llvm-ar-19; } >/dev/null 2>&1; then
+  apt_install clang-19 lld-19 llvm-19
+fi
 command -v strace >/dev/null 2>&1 || apt_install strace
 # Compilers that link for the cross-compiled targets (targets/*.yaml `cross_cc`), for
 # `pyfreight embed` of their archives.
@@ -57,14 +58,16 @@ for entry in $(.venv/bin/python -c 'import pyfreight.targets as t; print(*t.cros
   command -v "${entry%%:*}" >/dev/null 2>&1 || apt_install ${packages//,/ }
 done
 # `make lint` checks the GitHub workflows (which cannot run here) with actionlint, a Go
-# program built from its pinned module, and actionlint checks their shell steps with
-# shellcheck.
+# program built from its pinned module; it runs shellcheck on their shell steps, and
+# make lint runs shellcheck on our own scripts.
 command -v shellcheck >/dev/null 2>&1 || apt_install shellcheck
 actionlint_version=1.7.7
 if [ "$(.venv/bin/actionlint -version 2>/dev/null | head -n 1)" != "v$actionlint_version" ]; then
-  command -v go >/dev/null 2>&1 || apt_install golang-go
-  echo "setup: building actionlint $actionlint_version with go (log: build/logs/go.log)" >&2
-  GOBIN="$root/.venv/bin" go install "github.com/rhysd/actionlint/cmd/actionlint@v$actionlint_version" \
+  # Go's own installer puts it in /usr/local/go, which a non-login shell may not have on PATH.
+  go=$(command -v go || echo /usr/local/go/bin/go)
+  [ -x "$go" ] || { apt_install golang-go; go=$(command -v go); }
+  echo "setup: building actionlint $actionlint_version with $go (log: build/logs/go.log)" >&2
+  GOBIN="$root/.venv/bin" "$go" install "github.com/rhysd/actionlint/cmd/actionlint@v$actionlint_version" \
     >build/logs/go.log 2>&1 || { tail -n 20 build/logs/go.log >&2; echo "log: build/logs/go.log" >&2; exit 1; }
 fi
 # Emulators for the targets that do not run natively here (targets/*.yaml `run`).
