@@ -1,7 +1,7 @@
 """measure.py MODE MANIFEST [MARSHAL_BLOBS]
 MODE: init | marshal | import_normal | import_static
 Prints one JSON line."""
-import sys, time, json, struct, gc
+import gc, json, os, struct, sys, time
 mode, manifest = sys.argv[1], sys.argv[2]
 names = []
 for line in open(manifest):
