@@ -253,9 +253,11 @@ def cmd_embed(args: argparse.Namespace) -> None:
             wheels=[Path(w) for w in args.wheel],
             requirements=Path(args.requirements) if args.requirements else None,
             filesystem=args.filesystem,
+            static_code=args.static_code,
         )
     else:
         memory_only = {
+            "--static-code": args.static_code,
             "--app": args.app,
             "--main": args.main,
             "--wheel": args.wheel,
@@ -528,6 +530,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="pack the stdlib into the executable, import it from memory",
     )
     p.add_argument("--optimize", type=int, choices=(0, 1, 2), default=0, help="packed bytecode's -O level")
+    p.add_argument(
+        "--static-code",
+        action="store_true",
+        help="lay the packed code objects out in the executable's data, so none is unmarshalled "
+        "(CPython 3.14 default builds; position-dependent unless --pie)",
+    )
     p.add_argument(
         "--no-sources",
         dest="sources",

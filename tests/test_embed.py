@@ -10,10 +10,12 @@ import pytest
 
 from pyfreight.embed.host_toolchain import find_toolchain
 from pyfreight.embed.link import generate_config_c
+from pyfreight.embed.memory import static_code_refusal
 from pyfreight.embed.select import is_copyleft, select_extensions
 from pyfreight.embed.symbols import Symbols, needed_by_link, read_symbols
 from pyfreight.errors import PyfreightError
 from pyfreight.python_json import Distribution
+from tests.conftest import pyfreight_cli
 
 
 def _variant(in_core=False, required=False, init_fn="PyInit_x", objs=(), links=(), licenses=None):
@@ -137,3 +139,31 @@ def test_elf_archives_use_the_given_compiler(tmp_path):
     toolchain = find_toolchain("elf", "gcc -O1", tmp_path)
     assert toolchain.cc == ("gcc", "-O1") and toolchain.bitcode_llvm is None
     assert "gcc" in toolchain.describe()
+
+
+@pytest.mark.parametrize(
+    ("version", "options", "applies"),
+    [
+        ("3.14", "pgo+lto", True),
+        ("3.14", "noopt", True),
+        ("3.14", "lto+static", True),
+        ("3.13", "pgo+lto", False),
+        ("3.15", "pgo+lto", False),
+        ("3.14", "freethreaded+pgo+lto", False),
+        ("3.14", "debug", False),
+    ],
+)
+def test_static_code_is_refused_by_name_where_its_layouts_do_not_apply(version, options, applies):
+    refusal = static_code_refusal(version, options)
+    assert (refusal is None) == applies
+    if refusal:
+        assert f"this archive is {version} {options}: leave --static-code out" in refusal
+
+
+def test_static_code_needs_the_memory_importer(tmp_path):
+    proc = pyfreight_cli("embed", tmp_path / "a-full.tar.zst", "--static-code", "-o", tmp_path / "x")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert (
+        "error: --static-code is for the in-memory importer's executables: add --memory-importer"
+        in proc.stderr
+    )

@@ -38,6 +38,8 @@ memory = [
 ]
 print("FAILED", failed)
 print("MEMORY", len(memory))
+import _pyfreight_memory
+print("STATIC", _pyfreight_memory.info()["static_code_loads"])
 """
 
 
@@ -82,11 +84,19 @@ def app(tmp_path_factory) -> Path:
     return app
 
 
+@pytest.fixture(scope="module", params=["marshal", "static-code"])
+def code_form(request) -> str:
+    """Every proof holds for both forms of packed code: marshalled in the blob, and laid
+    out as static objects in the executable's data (--static-code)."""
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def binary(noopt_dist, app, tmp_path_factory) -> Path:
+def binary(noopt_dist, app, code_form, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("memory") / "python-memory"
+    static = ["--static-code"] if code_form == "static-code" else []
     proc = pyfreight_cli(
-        "embed", noopt_dist.full, "--memory-importer", "-o", out, "--cc", "gcc", "--app", app
+        "embed", noopt_dist.full, "--memory-importer", *static, "-o", out, "--cc", "gcc", "--app", app
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
@@ -96,7 +106,7 @@ def _run(binary: Path, *args: str, cwd: Path | None = None) -> subprocess.Comple
     return subprocess.run([str(binary), *args], capture_output=True, text=True, env=ENV, cwd=cwd, timeout=600)
 
 
-def test_binary_alone_imports_every_stdlib_module(binary, stdlib_names, tmp_path):
+def test_binary_alone_imports_every_stdlib_module(binary, code_form, stdlib_names, tmp_path):
     alone = tmp_path / "empty" / binary.name
     alone.parent.mkdir()
     shutil.copy2(binary, alone)
@@ -106,6 +116,8 @@ def test_binary_alone_imports_every_stdlib_module(binary, stdlib_names, tmp_path
     count = int(re.search(r"MEMORY (\d+)", result.stdout).group(1))
     # Frozen modules (os, site, codecs, …) keep their own importer; the rest is ours.
     assert count > len(stdlib_names) - 40, result.stdout
+    static = int(re.search(r"STATIC (\d+)", result.stdout).group(1))
+    assert static >= count if code_form == "static-code" else static == 0, result.stdout
 
 
 def test_no_stdlib_file_is_touched(binary, tree, stdlib_names, tmp_path):
@@ -193,8 +205,8 @@ def test_pythonpath_is_honoured_unless_isolated(binary):
     )
 
 
-def test_memory_binary_is_reproducible(binary, noopt_dist, tmp_path):
-    """The same archive and options give the same executable, blob included."""
+def test_memory_binary_is_reproducible(binary, code_form, noopt_dist, tmp_path):
+    """The same archive and options give the same executable, blob (and static code) included."""
     app = binary.parent.parent / "app0"
     again = tmp_path / "python-memory"
     embed(
@@ -202,6 +214,6 @@ def test_memory_binary_is_reproducible(binary, noopt_dist, tmp_path):
         again,
         selection="all",
         cc="gcc",
-        memory=PackOptions(apps=[app] if app.is_dir() else []),
+        memory=PackOptions(apps=[app] if app.is_dir() else [], static_code=code_form == "static-code"),
     )
     assert again.read_bytes() == binary.read_bytes()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight.cpython.options import BuildOptions
+from pyfreight.embed.memory import static_code_refusal
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.logs import say
@@ -149,8 +150,17 @@ def render(results: dict[str, Measurement], count: int, parts: dict[str, float])
             f"{what:20} {a * 1e3:12.1f} ms {b * 1e3:12.1f} ms {b / a:10.2f}   target <= {GOALS[what]}"
         )
     policies = [(f"import, {p}", f"filesystem import, {p}", f"memory import, {p}") for p in GC_POLICIES]
+    static = [
+        ("import, static code", "filesystem import", "memory static-code import"),
+        ("start-up, static code", "filesystem -c pass", "memory static-code -c pass"),
+        *(
+            (f"import, static, {p}", f"filesystem import, {p}", f"memory static-code import, {p}")
+            for p in GC_POLICIES
+        ),
+    ]
     for what, fs, mem in (
         *policies,
+        *static,
         *(
             (f"{what}, {kind}", fs, f"memory {kind} {run}")
             for kind in ("PIE", "non-PIE")
@@ -194,22 +204,30 @@ def ensure_archive(ws: Workspace, minor: str | None, options: str, target: Targe
 
 
 def ensure_memory_binary(
-    ws: Workspace, archive: Path, cc: str | None, pie: bool | None = None, limits: Limits = DEFAULT_LIMITS
+    ws: Workspace,
+    archive: Path,
+    cc: str | None,
+    pie: bool | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    static_code: bool = False,
 ) -> Path:
     """The in-memory importer binary of `archive`, linked again only when the archive
     changed (a stamp records its size and mtime). By default linked as the archive's
-    python3 is (PIE or not); the other way round shows what relocations cost at start-up."""
+    python3 is (PIE or not); the other way round shows what relocations cost at start-up.
+    With `static_code`, its code objects are laid out in its data (embed --static-code)."""
     from pyfreight.embed.command import embed
     from pyfreight.embed.memory import PackOptions
 
     folder = ws.build / "bench-import" / archive.name.removesuffix(".tar.zst")
     folder.mkdir(parents=True, exist_ok=True)
     name = {None: "python-memory", True: "python-memory-pie", False: "python-memory-nopie"}[pie]
+    name += "-static" if static_code else ""
     binary, stamp = folder / name, folder / f"{name}.stamp"
     wanted = f"{archive.stat().st_size} {archive.stat().st_mtime_ns} {cc}"
     if not (binary.is_file() and stamp.is_file() and stamp.read_text() == wanted):
         stamp.unlink(missing_ok=True)
-        embed(archive, binary, selection="all", cc=cc, memory=PackOptions(), pie=pie, limits=limits)
+        memory = PackOptions(static_code=static_code)
+        embed(archive, binary, selection="all", cc=cc, memory=memory, pie=pie, limits=limits)
         stamp.write_text(wanted)
     return binary
 
@@ -248,6 +266,13 @@ def run_bench_import(
         with_policy = before + script + after
         commands[f"filesystem import, {policy}"] = [str(python), "-I", "-c", with_policy]
         commands[f"memory import, {policy}"] = [str(memory_binary), "-I", "-c", with_policy]
+    if static_code_refusal(document["python_major_minor_version"], document["build_options"]) is None:
+        static_binary = ensure_memory_binary(ws, archive, cc, limits=limits, static_code=True)
+        commands["memory static-code import"] = [str(static_binary), "-I", "-c", script]
+        commands["memory static-code -c pass"] = [str(static_binary), "-c", "pass"]
+        for policy, (before, after) in GC_POLICIES.items():
+            with_policy = before + script + after
+            commands[f"memory static-code import, {policy}"] = [str(static_binary), "-I", "-c", with_policy]
     if pie_both:
         pie = not BuildOptions.parse(document["build_options"]).codegen.pie
         other_binary = ensure_memory_binary(ws, archive, cc, pie=pie, limits=limits)
@@ -257,6 +282,11 @@ def run_bench_import(
     results = measure(commands, runs, env)
     parts = breakdown(memory_binary, names, script, env)
     table, ratios = render(results, len(names), parts)
+    sizes = {label: Path(m.command[0]).stat().st_size for label, m in results.items()}
+    table += "\n\nexecutables:\n" + "\n".join(
+        f"  {path}: {size / 1e6:.1f} MB"
+        for path, size in sorted({m.command[0]: sizes[label] for label, m in results.items()}.items())
+    )
     print(table)
     out = ws.build / "bench" / f"bench-import-{document['python_major_minor_version']}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -271,6 +301,7 @@ def run_bench_import(
         "targets": GOALS,
         "breakdown_seconds": parts,
         "executables": {label: m.command[0] for label, m in results.items()},
+        "executable_bytes": sizes,
     }
     out.write_text(json.dumps(report, indent=2) + "\n")
     (out.with_suffix(".txt")).write_text(table + "\n")

@@ -81,7 +81,8 @@ def embed(
         archive = open_archive(archive_path, work / "archive", whole_tree=memory is not None, limits=limits)
         _check_cross_compiler(archive_target(archive), cc, archive_path)
         if pie is None:
-            pie = archive_pie(archive)
+            # Static code objects hold about a million pointers a PIE would relocate at every start.
+            pie = archive_pie(archive) and not (memory is not None and memory.static_code)
         extra = ([] if pie else ["-no-pie"]) + (["-Wl,--strip-debug"] if strip else [])
         toolchain = find_toolchain(archive.object_file_format, cc, work)
         plan = plan_embed(archive, selection, toolchain.nm)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyfreight import memimport
+from pyfreight.cpython.options import BuildOptions
 from pyfreight.embed import application
 from pyfreight.embed.application import MainSpec
 from pyfreight.embed.link import EmbedPlan, Linker, build_libpython, link_executable
@@ -31,6 +32,7 @@ class PackOptions:
     wheels: Sequence[Path] = field(default=())  # third-party packages, as wheel files
     requirements: Path | None = None  # third-party packages, as a pip requirements file
     filesystem: Sequence[str] = field(default=())  # top-level modules kept beside the executable
+    static_code: bool = False  # code objects laid out in the executable's data (3.14 only)
 
 
 def pack_stdlib(
@@ -67,6 +69,45 @@ def pack_stdlib(
         raise PyfreightError(f"embed: packing the stdlib failed; log {linker.log}:\n{tail(linker.log)}")
     say(f"embed: {result.stdout.strip().splitlines()[-1] if result.stdout.strip() else blob.name}")
     return blob
+
+
+STATIC_CODE_VERSIONS = ("3.14",)  # the versions staticcode.py and static_code.h lay out
+
+
+def static_code_refusal(version: str, build_options: str) -> str | None:
+    """Why --static-code does not apply to an archive of `version` and `build_options`
+    (its layouts are 3.14's default build), or None when it does."""
+    options = BuildOptions.parse(build_options)
+    if version in STATIC_CODE_VERSIONS and not options.freethreaded and options.base != "debug":
+        return None
+    return (
+        f"--static-code lays out the code objects of CPython {', '.join(STATIC_CODE_VERSIONS)} default "
+        f"builds; this archive is {version} {options}: leave --static-code out"
+    )
+
+
+def static_code_objects(plan: EmbedPlan, linker: Linker, blob: Path, cflags: list[str]) -> list[Path]:
+    """The packed modules' code objects as C data (the archive's interpreter writes it from
+    the blob), and their runtime, compiled."""
+    data = linker.work / "static_code_data.c"
+    command = [str(plan.archive.python_exe), "-I", str(memimport.STATIC_CODE_GENERATOR)]
+    command += ["--blob", str(blob), "--include-dir", str(plan.archive.include_dir), "--out", str(data)]
+    say(f"embed: writing the static code objects (log {linker.log})")
+    with linker.log.open("a") as log:
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True)
+        log.write(result.stdout)
+    if result.returncode != 0:
+        raise PyfreightError(
+            f"embed: writing static code objects failed; log {linker.log}:\n{tail(linker.log)}"
+        )
+    say(f"embed: {result.stdout.strip()}; compiling it")
+    for source in memimport.STATIC_CODE_RUNTIME:
+        (linker.work / source.name).write_bytes(source.read_bytes())
+    # NDEBUG as in the archive's own non-debug build: the internal headers' asserts would
+    # otherwise put the work folder's path (__FILE__) into the object. The data is large and
+    # has no code worth optimizing: -O1 compiles it in a fraction of -O2's time.
+    cflags = [*cflags, "-DNDEBUG"]
+    return [linker.compile(data, [*cflags, "-O1"]), linker.compile(linker.work / "static_code.c", cflags)]
 
 
 def _stage_application(plan: EmbedPlan, linker: Linker, options: PackOptions) -> tuple[list[Path], list[str]]:
@@ -115,6 +156,9 @@ def link_memory_importer(
 ) -> Path | None:
     """Links the executable; returns the packages folder written beside it, if any."""
     application.packages_folder(output)  # refused before any work if it is not ours
+    refusal = static_code_refusal(plan.archive.python_major_minor_version, plan.archive.build_options)
+    if options.static_code and refusal:
+        raise PyfreightError(refusal)
     apps, exclude = _stage_application(plan, linker, options)
     blob = pack_stdlib(plan, linker, options, apps, exclude)
     asm = linker.work / "blob.S"
@@ -126,10 +170,13 @@ def link_memory_importer(
     app_c.write_text(memimport.app_c(start, application.PACKAGES_SUFFIX if has_packages else ""))
     cflags = ["-O2", "-fPIE", "-Wall", f"-I{plan.archive.include_dir}"]
     objects = [linker.compile(app_c, cflags)]
+    if options.static_code:
+        objects += static_code_objects(plan, linker, blob, cflags)
     for source in (memimport.MAIN_C, memimport.MODULE_C):
         copy = linker.work / source.name
         copy.write_bytes(source.read_bytes())
-        objects.append(linker.compile(copy, cflags))
+        static = ["-DPYFREIGHT_STATIC_CODE"] if options.static_code and source == memimport.MODULE_C else []
+        objects.append(linker.compile(copy, [*cflags, *static]))
     objects.append(linker.compile(asm, []))
     library = build_libpython(plan, linker)
     link_executable(plan, linker, library, output, objects, extra_flags)

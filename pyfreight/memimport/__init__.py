@@ -16,6 +16,8 @@ BLOBFORMAT_PY = PACKAGE_DIR / "blobformat.py"  # pack.py imports it from its own
 FINDER_PY = PACKAGE_DIR / "finder.py"
 MODULE_C = PACKAGE_DIR / "memimport.c"
 MAIN_C = PACKAGE_DIR / "main.c"
+STATIC_CODE_GENERATOR = PACKAGE_DIR / "staticcode.py"  # run by the target interpreter, after PACKER
+STATIC_CODE_RUNTIME = (PACKAGE_DIR / "static_code.h", PACKAGE_DIR / "static_code.c")
 
 
 def blob_asm(blob_path: Path) -> str:
