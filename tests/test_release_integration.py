@@ -207,7 +207,7 @@ CARGO = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
 
 @pytest.mark.skipif(not Path(CARGO).is_file(), reason="no cargo on this machine: pyapp builds with cargo")
 def test_the_documented_pyapp_build_runs_our_python_offline(noopt_dist, tmp_path):
-    """docs/using.md's pyapp commands as written (pyapp from crates.io), with our
+    """docs/using.md's pyapp commands as written (cargo fetches pyapp from its registry), with our
     archive and an application wheel embedded; the result runs with no network."""
     commands = _documented("sh", "PYAPP_DISTRIBUTION_PATH")
     archive = re.search(r"cpython-\S*-install_only_stripped\.tar\.gz", commands)
