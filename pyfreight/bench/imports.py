@@ -287,9 +287,9 @@ def run_bench_import(
     parts = breakdown(memory_binary, names, script, env)
     table, ratios = render(results, len(names), parts)
     sizes = {label: Path(m.command[0]).stat().st_size for label, m in results.items()}
+    executables = sorted({m.command[0] for m in results.values()})
     table += "\n\nexecutables:\n" + "\n".join(
-        f"  {path}: {size / 1e6:.1f} MB"
-        for path, size in sorted({m.command[0]: sizes[label] for label, m in results.items()}.items())
+        f"  {e}: {Path(e).stat().st_size / 1e6:.1f} MB" for e in executables
     )
     print(table)
     out = ws.build / "bench" / f"bench-import-{document['python_major_minor_version']}.json"

@@ -95,9 +95,9 @@ def embed(
                 output, [e.name for e in plan.extensions], plan.dropped, toolchain.describe(), "", packages
             )
         library = build_libpython(plan, linker)
-        link_line = " ".join([output.name, *(f"-l{n}" for n in plan.system_libraries()), "-pthread"])
+        link_line = " ".join([output.name, *(f"-l{n}" for n in plan.inputs.system_libraries), "-pthread"])
         if emit_lib:
-            self_contained_library(linker, [library, *plan.static_libraries()], output)
+            self_contained_library(linker, [library, *plan.inputs.static_libraries], output)
         else:
             main_c = work / "main.c"
             main_c.write_text(MAIN_SOURCE)

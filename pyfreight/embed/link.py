@@ -30,16 +30,6 @@ class EmbedPlan:
     dropped: list[str]
     inputs: LinkInputs  # the objects and libraries of the core and `extensions`
 
-    def library_objects(self) -> list[Path]:
-        """Core objects (without the archive's own inittab) then each extension's, once."""
-        return list(self.inputs.objects)
-
-    def static_libraries(self) -> list[Path]:
-        return list(self.inputs.static_libraries)
-
-    def system_libraries(self) -> list[str]:
-        return list(self.inputs.system_libraries)
-
 
 def generate_config_c(extensions: Sequence[Extension]) -> str:
     """A config.c whose _PyImport_Inittab lists exactly `extensions`. Entries with init
@@ -102,7 +92,7 @@ def link_flags(plan: EmbedPlan, toolchain: HostToolchain) -> list[str]:
     loaded later find the full C API, as with CPython's own interpreter), the shipped
     static libraries as a group (their order among themselves does not matter), system
     libraries by name, and the interpreter's export and hardening flags."""
-    libraries = plan.static_libraries()
+    libraries = plan.inputs.static_libraries
     missing = [str(p) for p in libraries if not p.is_file()]
     if missing:
         raise PyfreightError(
@@ -110,7 +100,7 @@ def link_flags(plan: EmbedPlan, toolchain: HostToolchain) -> list[str]:
         )
     hidden = ":".join(p.name for p in libraries)
     flags = ["-Wl,--start-group", *map(str, libraries), "-Wl,--end-group"]
-    flags += [f"-l{name}" for name in plan.system_libraries()]
+    flags += [f"-l{name}" for name in plan.inputs.system_libraries]
     flags += ["-pthread", "-Xlinker", "-export-dynamic"]
     # The bundled libraries' symbols stay private, as in the distribution's interpreter.
     if hidden:
@@ -142,7 +132,7 @@ def build_libpython(plan: EmbedPlan, linker: Linker) -> Path:
     cflags = [*plan.archive.inittab_cflags, "-O2", "-fPIC", f"-I{plan.archive.include_dir}"]
     config_o = linker.compile(config_c, cflags)
     library = linker.work / f"libpython{plan.archive.python_major_minor_version}.a"
-    objects = [*plan.library_objects(), config_o]
+    objects = [*plan.inputs.objects, config_o]
     say(f"embed: archiving {len(objects)} objects into {library.name}")
     linker.archive(library, objects)
     return library
