@@ -534,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--static-code",
         action="store_true",
         help="lay the packed code objects out in the executable's data, so none is unmarshalled "
-        "(CPython 3.14 default builds; position-dependent unless --pie)",
+        "(CPython 3.13, 3.14 and 3.15 default builds; position-dependent unless --pie)",
     )
     p.add_argument(
         "--no-sources",

@@ -39,26 +39,51 @@ def write_recipe(root: Path, name: str, depends=(), build: str = "true\n", **ove
 
 
 @pytest.fixture(scope="session")
-def noopt_dist(tmp_path_factory):
-    """The archives of a real CPython 3.14 noopt build (built once per test session and
-    shared by the distribution and embed tests: the build is the expensive part)."""
+def noopt_dists(tmp_path_factory):
+    """The archives of a real CPython noopt build of a pinned version, built once per test
+    session and version (the build is the expensive part), as a function of the version."""
     from pyfreight.cpython.build import build_cpython
     from pyfreight.dist.write import WrittenArchives, write_distribution
     from pyfreight.formats.tarball import read_member
     from pyfreight.paths import default_workspace
     from pyfreight.targets import default_target
 
-    # For iterating on the tests that only read archives: reuse ones already written.
-    existing = os.environ.get("PYFREIGHT_TEST_NOOPT_FULL_ARCHIVE")
-    if existing:
-        full = Path(existing).resolve()
-        only = full.with_name(full.name.replace("-full.tar.zst", "-install_only.tar.gz"))
-        document = json.loads(read_member(full, "python/PYTHON.json"))
-        return WrittenArchives(
-            full, only, only.with_name(only.name.replace(".tar.gz", "_stripped.tar.gz")), document
-        )
-    build = build_cpython("3.14", "noopt", default_target(), default_workspace(), jobs=os.cpu_count() or 1)
-    return write_distribution(build, default_workspace(), tmp_path_factory.mktemp("dist"))
+    built: dict[str, WrittenArchives] = {}
+
+    def noopt_dist_of(version: str) -> WrittenArchives:
+        if version in built:
+            return built[version]
+        # For iterating on the tests that only read archives: reuse ones already written
+        # (full archives, separated by the path separator, found by version and target).
+        reused = [
+            Path(path).resolve()
+            for path in os.environ.get("PYFREIGHT_TEST_NOOPT_FULL_ARCHIVE", "").split(os.pathsep)
+            if Path(path).name.startswith(f"cpython-{version}.")
+            and f"-{default_target().triple}-noopt-full" in Path(path).name
+        ]
+        if reused:
+            full = reused[0]
+            only = full.with_name(full.name.replace("-full.tar.zst", "-install_only.tar.gz"))
+            document = json.loads(read_member(full, "python/PYTHON.json"))
+            stripped = only.with_name(only.name.replace(".tar.gz", "_stripped.tar.gz"))
+            built[version] = WrittenArchives(full, only, stripped, document)
+        else:
+            build = build_cpython(
+                version, "noopt", default_target(), default_workspace(), jobs=os.cpu_count() or 1
+            )
+            built[version] = write_distribution(
+                build, default_workspace(), tmp_path_factory.mktemp(f"dist-{version}")
+            )
+        return built[version]
+
+    return noopt_dist_of
+
+
+@pytest.fixture(scope="session")
+def noopt_dist(noopt_dists):
+    """The archives of a real CPython 3.14 noopt build, shared by the distribution and
+    embed tests."""
+    return noopt_dists("3.14")
 
 
 @pytest.fixture

@@ -105,6 +105,8 @@ def test_bench_import_on_an_archive(noopt_dist):
     assert re.search(
         r"^GC frozen: the policy alone .* [0-9.]+; importer and policy .* [0-9.]+$", out, re.M
     ), out[-2000:]
+    assert re.search(r"^import, GC deferred\+frozen\s+[0-9.]+ ms\s+[0-9.]+ ms", out, re.M), out[-2000:]
+    assert re.search(r"^start-up, GC frozen\s+[0-9.]+ ms\s+[0-9.]+ ms", out, re.M), out[-2000:]
     assert "bench-import: saved" in out
 
 

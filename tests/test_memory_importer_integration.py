@@ -1,7 +1,8 @@
-"""The in-memory importer binary linked from the real 3.14 noopt archive: alone in an
-empty folder it imports every stdlib module the archive has; under strace, with a real
-stdlib beside it, it touches none of the stdlib's files; application code packed with
---app imports and reads its data; PEP 451 details hold."""
+"""The in-memory importer binary linked from real noopt archives: alone in an empty folder
+it imports every stdlib module the archive has; under strace, with a real stdlib beside it,
+it touches none of the stdlib's files; application code packed with --app imports and reads
+its data; PEP 451 details hold. Every proof runs for both forms of packed code on 3.14, and
+for static code objects on every other pinned CPython (3.13, 3.15), whose layouts differ."""
 
 from __future__ import annotations
 
@@ -43,10 +44,31 @@ print("STATIC", _pyfreight_memory.info()["static_code_loads"])
 """
 
 
+@pytest.fixture(
+    scope="module",
+    params=[("3.14", "marshal"), ("3.14", "static-code"), ("3.13", "static-code"), ("3.15", "static-code")],
+    ids=lambda p: "-".join(p),
+)
+def build(request) -> tuple[str, str]:
+    """(CPython version, form of packed code): marshalled in the blob, or laid out as
+    static objects in the executable's data (--static-code)."""
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def tree(noopt_dist, tmp_path_factory) -> Path:
+def code_form(build) -> str:
+    return build[1]
+
+
+@pytest.fixture(scope="module")
+def archive(build, noopt_dists) -> Path:
+    return noopt_dists(build[0]).full
+
+
+@pytest.fixture(scope="module")
+def tree(archive, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("archive")
-    extract(noopt_dist.full, root)
+    extract(archive, root)
     return root / "python"
 
 
@@ -84,19 +106,12 @@ def app(tmp_path_factory) -> Path:
     return app
 
 
-@pytest.fixture(scope="module", params=["marshal", "static-code"])
-def code_form(request) -> str:
-    """Every proof holds for both forms of packed code: marshalled in the blob, and laid
-    out as static objects in the executable's data (--static-code)."""
-    return str(request.param)
-
-
 @pytest.fixture(scope="module")
-def binary(noopt_dist, app, code_form, tmp_path_factory) -> Path:
+def binary(archive, app, code_form, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("memory") / "python-memory"
     static = ["--static-code"] if code_form == "static-code" else []
     proc = pyfreight_cli(
-        "embed", noopt_dist.full, "--memory-importer", *static, "-o", out, "--cc", "gcc", "--app", app
+        "embed", archive, "--memory-importer", *static, "-o", out, "--cc", "gcc", "--app", app
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
@@ -123,9 +138,9 @@ def test_binary_alone_imports_every_stdlib_module(binary, code_form, stdlib_name
 def test_no_stdlib_file_is_touched(binary, tree, stdlib_names, tmp_path):
     """With the real stdlib right beside it (the binary in the install tree's bin/),
     strace sees no file system call on any stdlib module, package or bytecode file.
-    What remains under lib/python3.14 is by design and listed in docs/memory-importer.md:
+    What remains under lib/python3.X is by design and listed in docs/memory-importer.md:
     site.py looking at site-packages (the third-party folder, not the stdlib), and
-    sysconfig resolving the config-3.14-… folder with realpath (lstat of each component)."""
+    sysconfig resolving the config-3.X-… folder with realpath (lstat of each component)."""
     beside = tree / "install" / "bin" / "python-memory"
     shutil.copy2(binary, beside)
     trace = tmp_path / "strace.txt"
@@ -143,13 +158,14 @@ def test_no_stdlib_file_is_touched(binary, tree, stdlib_names, tmp_path):
     ]
     result = subprocess.run([*command, *stdlib_names], capture_output=True, text=True, env=ENV, timeout=600)
     assert result.returncode == 0 and "FAILED []" in result.stdout, result.stderr[-2000:]
-    stdlib = tree / "install" / "lib" / "python3.14"
+    (stdlib,) = (tree / "install" / "lib").glob("python3.*")
     calls = [line for line in trace.read_text().splitlines() if str(stdlib) in line]
-    allowed = {str(stdlib), str(stdlib / "site-packages"), *map(str, stdlib.glob("config-3.14-*"))}
+    allowed = {str(stdlib), str(stdlib / "site-packages"), *map(str, stdlib.glob("config-3.*-*"))}
     touched = sorted(
         {p for line in calls for p in re.findall(r'"([^"]*)"', line) if p.startswith(str(stdlib))}
     )
     assert [p for p in touched if p not in allowed] == [], touched[:20]
+    assert any("site-packages" in line for line in calls), calls[:5]  # strace saw the tree
     stdlib_lstat = [line for line in calls if f'"{stdlib}"' in line]
     assert all(" lstat(" in line or "newfstatat(" in line for line in stdlib_lstat), stdlib_lstat
     assert any("python-memory" in line for line in trace.read_text().splitlines())  # the trace recorded calls
@@ -205,15 +221,37 @@ def test_pythonpath_is_honoured_unless_isolated(binary):
     )
 
 
-def test_memory_binary_is_reproducible(binary, code_form, noopt_dist, tmp_path):
+def test_memory_binary_is_reproducible(binary, code_form, archive, tmp_path):
     """The same archive and options give the same executable, blob (and static code) included."""
     app = binary.parent.parent / "app0"
     again = tmp_path / "python-memory"
     embed(
-        noopt_dist.full,
+        archive,
         again,
         selection="all",
         cc="gcc",
         memory=PackOptions(apps=[app] if app.is_dir() else [], static_code=code_form == "static-code"),
     )
     assert again.read_bytes() == binary.read_bytes()
+
+
+def test_no_debug_ranges_drops_column_tables_in_either_form(binary):
+    """-X no_debug_ranges gets code without column tables, as unmarshalled code has under
+    it: the static form steps aside and unmarshals."""
+    ranges = _run(
+        binary,
+        "-I",
+        "-X",
+        "no_debug_ranges",
+        "-c",
+        "import colorsys, _pyfreight_memory as m\n"
+        "columns = {p[2:] for p in colorsys.rgb_to_yiq.__code__.co_positions()}\n"
+        "print(m.info()['static_code_loads'], columns)\n",
+    )
+    assert ranges.returncode == 0, ranges.stderr
+    assert ranges.stdout.strip().split(maxsplit=1) == ["0", "{(None, None)}"], ranges.stdout
+    columns = (
+        "import colorsys; print(all(p[2] is not None for p in colorsys.rgb_to_yiq.__code__.co_positions()))"
+    )
+    with_ranges = _run(binary, "-I", "-c", columns)
+    assert with_ranges.stdout.strip() == "True", with_ranges.stderr  # without it, columns are kept

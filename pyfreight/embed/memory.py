@@ -21,6 +21,7 @@ from pyfreight.embed.application import MainSpec
 from pyfreight.embed.link import EmbedPlan, Linker, build_libpython, link_executable
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say, tail
+from pyfreight.memimport.staticcode import LAID_OUT_VERSIONS
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class PackOptions:
     wheels: Sequence[Path] = field(default=())  # third-party packages, as wheel files
     requirements: Path | None = None  # third-party packages, as a pip requirements file
     filesystem: Sequence[str] = field(default=())  # top-level modules kept beside the executable
-    static_code: bool = False  # code objects laid out in the executable's data (3.14 only)
+    static_code: bool = False  # code objects laid out in the executable's data (3.13-3.15)
 
 
 def pack_stdlib(
@@ -71,12 +72,13 @@ def pack_stdlib(
     return blob
 
 
-STATIC_CODE_VERSIONS = ("3.14",)  # the versions staticcode.py and static_code.h lay out
+# The versions staticcode.py (and static_code.h) lay out, as PYTHON.json names them.
+STATIC_CODE_VERSIONS = tuple(f"{major}.{minor}" for major, minor in LAID_OUT_VERSIONS)
 
 
 def static_code_refusal(version: str, build_options: str) -> str | None:
     """Why --static-code does not apply to an archive of `version` and `build_options`
-    (its layouts are 3.14's default build), or None when it does."""
+    (its layouts are those of default builds of the listed versions), or None when it does."""
     options = BuildOptions.parse(build_options)
     if version in STATIC_CODE_VERSIONS and not options.freethreaded and options.base != "debug":
         return None
@@ -100,7 +102,10 @@ def static_code_objects(plan: EmbedPlan, linker: Linker, blob: Path, cflags: lis
         raise PyfreightError(
             f"embed: writing static code objects failed; log {linker.log}:\n{tail(linker.log)}"
         )
-    say(f"embed: {result.stdout.strip()}; compiling it")
+    summary, *marshal_only = result.stdout.strip().splitlines() or [""]
+    say(f"embed: {summary}; compiling it")
+    for line in marshal_only:
+        say(f"embed: {line}")
     for source in memimport.STATIC_CODE_RUNTIME:
         (linker.work / source.name).write_bytes(source.read_bytes())
     # NDEBUG as in the archive's own non-debug build: the internal headers' asserts would

@@ -122,6 +122,10 @@ class MemoryImporter:
         # Namespace packages are left to PathFinder (through _path_hook), so that a packed portion
         # and portions on sys.path combine as PEP 420 says.
         if entry is None or entry[0] & (NAMESPACE | BOOTSTRAP):
+            if _root is None:
+                # The path hook must be in before PathFinder looks, even when no packed module
+                # was imported yet (3.15 freezes encodings: start-up imports none).
+                _get_root()
             return None
         return self._spec(fullname, entry)
 

@@ -7,7 +7,8 @@
  *   - frozenset constants are built (their hashes depend on this process's hash seed);
  *   - each code object gets a function version and its quickened (adaptive) bytecode,
  *     which lives in writable data.
- * Only the main interpreter is served; memimport.c falls back to marshal elsewhere. */
+ * Only the main interpreter of the process's first initialization is served, and only
+ * with debug ranges kept; memimport.c unmarshals in every other case. */
 #include "static_code.h"
 #include "internal/pycore_hashtable.h"
 #include "internal/pycore_interp.h"
@@ -15,7 +16,35 @@
 #include "internal/pycore_runtime.h"
 #include "internal/pycore_unicodeobject.h"
 
+/* What init_code() does to fresh code objects, by version: the entry point that tracing
+ * starts from, and quickening (warm-up counters, and in 3.15 GET_ITER's oparg). */
+#if PY_VERSION_HEX >= 0x030F0000
+#  include "internal/pycore_opcode_utils.h"
+extern void _PyCode_Quicken(_Py_CODEUNIT *instructions, Py_ssize_t size, int enable_counters, int flags);
+#  define QUICKEN(interp, code) \
+    _PyCode_Quicken(_PyCode_CODE(code), Py_SIZE(code), (interp)->opt_config.specialization_enabled, (code)->co_flags)
+/* 3.15's generator expressions start with a RESUME that tracing skips. */
+#  define IS_ENTRY(unit) \
+    ((unit).op.code == RESUME && ((unit).op.arg & RESUME_OPARG_LOCATION_MASK) != RESUME_AT_GEN_EXPR_START)
+#elif PY_VERSION_HEX >= 0x030E0000
 extern void _PyCode_Quicken(_Py_CODEUNIT *instructions, Py_ssize_t size, int enable_counters);
+#  define QUICKEN(interp, code) _PyCode_Quicken(_PyCode_CODE(code), Py_SIZE(code), 1)
+#  define IS_ENTRY(unit) ((unit).op.code == RESUME)
+#else
+extern void _PyCode_Quicken(PyCodeObject *code);
+#  define QUICKEN(interp, code) _PyCode_Quicken(code)
+#  define IS_ENTRY(unit) ((unit).op.code == RESUME)
+#endif
+
+static int
+first_traceable(PyCodeObject *code)
+{
+    int entry = 0;
+    while (entry < Py_SIZE(code) && !IS_ENTRY(_PyCode_CODE(code)[entry])) {
+        entry++;
+    }
+    return entry;
+}
 
 /* CPython's intern function refuses statically allocated strings (it asserts), so this
  * does what it would: a runtime-global static string wins, then one already interned in
@@ -41,6 +70,29 @@ intern_static(PyInterpreterState *interp, PyObject *s)
     }
     _PyASCIIObject_CAST(s)->state.interned = SSTATE_INTERNED_IMMORTAL_STATIC;
     return s;
+}
+
+/* Code watchers are told of each code object as it is made, as init_code() tells them. */
+static void
+notify_watchers(PyInterpreterState *interp, PyCodeObject *code)
+{
+    uint8_t bits = interp->active_code_watchers;
+    for (int i = 0; bits != 0; i++, bits >>= 1) {
+        if ((bits & 1) && interp->code_watchers[i](PY_CODE_EVENT_CREATE, (PyObject *)code) < 0) {
+            PyErr_FormatUnraisable("Exception ignored in a code watcher callback for %R", code);
+        }
+    }
+}
+
+/* After Py_Finalize the patched slots point at the old runtime's strings and sets; an
+ * embedder that initializes again gets marshalled code from then on. */
+static int finalized;
+static int watching_finalization;
+
+static void
+on_finalize(void)
+{
+    finalized = 1;
 }
 
 static int
@@ -74,7 +126,9 @@ init_module(pyfreight_static_module *m)
         if (interp->func_state.next_version != 0) {
             interp->func_state.next_version++;
         }
-        _PyCode_Quicken(_PyCode_CODE(code), Py_SIZE(code), 1);
+        code->_co_firsttraceable = first_traceable(code);
+        QUICKEN(interp, code);
+        notify_watchers(interp, code);
     }
     m->done = 1;
     return 0;
@@ -85,8 +139,19 @@ init_module(pyfreight_static_module *m)
 PyObject *
 pyfreight_static_code(uint32_t index)
 {
-    if (index >= pyfreight_static_module_count || !_Py_IsMainInterpreter(_PyInterpreterState_GET())) {
+    PyInterpreterState *interp = _PyInterpreterState_GET();
+    if (index >= pyfreight_static_module_count || finalized || !_Py_IsMainInterpreter(interp)) {
         return NULL;
+    }
+    /* -X no_debug_ranges: init_code() drops the column tables, which ours keep. */
+    if (!_PyInterpreterState_GetConfig(interp)->code_debug_ranges) {
+        return NULL;
+    }
+    if (!watching_finalization) {
+        if (Py_AtExit(on_finalize) < 0) {
+            return NULL; /* the table of exit functions is full: never know, never use */
+        }
+        watching_finalization = 1;
     }
     pyfreight_static_module *m = &pyfreight_static_modules[index];
     if (m->top == NULL || (!m->done && init_module(m) < 0)) {

@@ -1,7 +1,7 @@
 /* Static code objects for the in-memory importer (embed --static-code): the layouts the
  * generated data (staticcode.py writes static_code_data.c) and its runtime
- * (static_code.c) share. CPython 3.14, default (GIL) build, 64-bit, only: anything else
- * stops at compile time rather than laying objects out wrongly. */
+ * (static_code.c) share. CPython 3.13, 3.14 and 3.15, default (GIL) builds, 64-bit, only:
+ * anything else stops at compile time rather than laying objects out wrongly. */
 #ifndef PYFREIGHT_STATIC_CODE_H
 #define PYFREIGHT_STATIC_CODE_H
 
@@ -13,13 +13,22 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "internal/pycore_code.h"
-#include "internal/pycore_interpframe.h"    /* FRAME_SPECIALS_SIZE */
 #include "internal/pycore_long.h"           /* TAG_FROM_SIGN_AND_SIZE, _PyLong_SMALL_INTS */
 #include "internal/pycore_global_objects.h" /* _Py_SINGLETON, _Py_ID, _Py_STR */
 #include "internal/pycore_opcode_metadata.h" /* RESUME */
 
-#if PY_VERSION_HEX < 0x030E0000 || PY_VERSION_HEX >= 0x030F0000
-#  error "static code objects are generated for CPython 3.14 only"
+#if PY_VERSION_HEX < 0x030D0000 || PY_VERSION_HEX >= 0x03100000
+#  error "static code objects are generated for CPython 3.13, 3.14 and 3.15 only"
+#endif
+#if PY_VERSION_HEX >= 0x030E0000
+#  include "internal/pycore_interpframe.h"  /* FRAME_SPECIALS_SIZE */
+/* 3.14 gave tuples a cached hash; -1 means not computed yet. */
+#  define PYFREIGHT_TUPLE_HASH_FIELD Py_hash_t ob_hash;
+#  define PYFREIGHT_TUPLE_HASH_INIT .ob_hash = -1,
+#else
+#  include "internal/pycore_frame.h"        /* FRAME_SPECIALS_SIZE */
+#  define PYFREIGHT_TUPLE_HASH_FIELD
+#  define PYFREIGHT_TUPLE_HASH_INIT
 #endif
 #ifdef Py_GIL_DISABLED
 #  error "static code objects are not generated for free-threaded builds"
@@ -35,7 +44,7 @@
  * CPython becomes a compile error, never a silently wrong object. Tuples and slices
  * carry the GC pre-header their allocator would have given them. */
 #define PYFREIGHT_TUPLE_T(N) \
-    struct { PyGC_Head _gc; struct { PyObject_VAR_HEAD Py_hash_t ob_hash; PyObject *ob_item[N]; } _o; }
+    struct { PyGC_Head _gc; struct { PyObject_VAR_HEAD PYFREIGHT_TUPLE_HASH_FIELD PyObject *ob_item[N]; } _o; }
 #define PYFREIGHT_BYTES_T(N) struct { PyObject_VAR_HEAD Py_hash_t ob_shash; char ob_sval[N]; }
 #define PYFREIGHT_LONG_T(N) \
     struct { PyObject ob_base; struct { uintptr_t lv_tag; digit ob_digit[N]; } long_value; }
@@ -46,8 +55,10 @@ typedef PYFREIGHT_BYTES_T(1) pyfreight_bytes1_t;
 typedef PYFREIGHT_LONG_T(1) pyfreight_long1_t;
 _Static_assert(offsetof(pyfreight_tuple1_t, _o) == sizeof(PyGC_Head), "tuple GC pre-header");
 _Static_assert(sizeof(((pyfreight_tuple1_t *)0)->_o) == sizeof(PyTupleObject), "PyTupleObject size");
+#if PY_VERSION_HEX >= 0x030E0000
 _Static_assert(offsetof(pyfreight_tuple1_t, _o.ob_hash) - offsetof(pyfreight_tuple1_t, _o)
                == offsetof(PyTupleObject, ob_hash), "PyTupleObject.ob_hash");
+#endif
 _Static_assert(offsetof(pyfreight_tuple1_t, _o.ob_item) - offsetof(pyfreight_tuple1_t, _o)
                == offsetof(PyTupleObject, ob_item), "PyTupleObject.ob_item");
 _Static_assert(offsetof(pyfreight_bytes1_t, ob_shash) == offsetof(PyBytesObject, ob_shash), "PyBytesObject");

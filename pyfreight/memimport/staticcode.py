@@ -1,16 +1,18 @@
 """Write the packed modules' code objects as C data: static code objects (embed --static-code).
 
-Run with the *target* interpreter (CPython 3.14, default build), after pack.py::
+Run with the *target* interpreter (CPython 3.13, 3.14 or 3.15, default build), after
+pack.py::
 
     install/bin/python3 -I pyfreight/memimport/staticcode.py --blob stdlib.blob \
-        --include-dir install/include/python3.14 --out static_code_data.c
+        --include-dir install/include/python3.X --out static_code_data.c
 
 Each module's marshal data in the blob is read back with the small reader below (so the
 objects are exactly what the marshal path would load, local-variable kinds included) and
 written as statically allocated, immortal objects laid out with the version's own header
 macros. What only the running process can know (interned names, frozenset hashes,
-function versions, quickened bytecode) is done at first import by static_code.c. Strings
-keep hash -1: the hash seed is chosen at run time. docs/memory-importer.md describes it.
+function versions, entry points, quickened bytecode) is done at first import by
+static_code.c. Strings keep hash -1: the hash seed is chosen at run time. A module holding
+a constant with no static form keeps its marshal data. docs/memory-importer.md describes it.
 """
 
 from __future__ import annotations
@@ -36,9 +38,13 @@ CO_FAST_LOCAL, CO_FAST_CELL, CO_FAST_FREE = 0x20, 0x40, 0x80
 ELLIPSIS = Ellipsis
 
 
+class NoStaticForm(Exception):
+    """A module holds an object this generator does not lay out; it keeps its marshal data."""
+
+
 @dataclass(eq=False)
 class Code:
-    """A code object as marshal stores it (3.14's field order)."""
+    """A code object as marshal stores it (the field order of 3.13 to 3.15)."""
 
     argcount: int = 0
     posonlyargcount: int = 0
@@ -71,7 +77,7 @@ class Slice:
 
 
 class MarshalReader:
-    """Marshal format 5 (CPython 3.14), for the object types compile() produces."""
+    """Marshal formats 4 to 6 (CPython 3.13 to 3.15), for the object types compile() produces."""
 
     def __init__(self, data: bytes) -> None:
         self.data, self.pos, self.refs = data, 0, []  # type: tuple[bytes, int, list[object]]
@@ -136,7 +142,8 @@ class MarshalReader:
             return Slice(self.read(), self.read(), self.read())
         if tag == "r":
             return self.refs[self._int32()]
-        raise ValueError(f"marshal type {tag!r} at offset {self.pos} is not one compile() produces")
+        # 3.15's frozendict ('}') included: compile() does not make them today.
+        raise NoStaticForm(f"marshal type {tag!r} at offset {self.pos}")
 
     def _code_fields(self, code: Code) -> None:
         code.argcount, code.posonlyargcount, code.kwonlyargcount = self._int32(), self._int32(), self._int32()
@@ -169,7 +176,7 @@ def c_double(value: float) -> str:
 
 
 def interned_like_a_name(text: str) -> bool:
-    """CPython 3.14 interns string constants made of ASCII letters, digits and _."""
+    """CPython (3.13 to 3.15) interns string constants made of ASCII letters, digits and _."""
     return text.isascii() and all(ch.isalnum() or ch == "_" for ch in text)
 
 
@@ -189,7 +196,12 @@ class RuntimeObjects:
         strings = {
             text: name for name, text in re.findall(r'^\s*STRUCT_FOR_STR\((\w+), "(.*?)"\)', strings_h, re.M)
         }
-        structs = (internal / "pycore_runtime_structs.h").read_text()
+        # The small-int cache's bounds (3.13 keeps them in another header than 3.14+).
+        structs = "".join(
+            (internal / header).read_text()
+            for header in ("pycore_runtime_structs.h", "pycore_global_objects.h")
+            if (internal / header).exists()
+        )
         positive = int(re.search(r"#define _PY_NSMALLPOSINTS\s+(\d+)", structs).group(1))  # type: ignore[union-attr]
         negative = int(re.search(r"#define _PY_NSMALLNEGINTS\s+(\d+)", structs).group(1))  # type: ignore[union-attr]
         return cls(identifiers, strings, range(-negative, positive))
@@ -208,8 +220,8 @@ class ModuleState:
 class Writer:
     """Writes each object once (leaves are shared across modules; containers within one)."""
 
-    def __init__(self, runtime: RuntimeObjects, resume_opcode: int) -> None:
-        self.runtime, self.resume = runtime, resume_opcode
+    def __init__(self, runtime: RuntimeObjects) -> None:
+        self.runtime = runtime
         self.lines: list[str] = []
         self.leaves: dict[object, tuple[str, str | None]] = {}  # key -> (C expression, C name)
         self.count = 0
@@ -371,7 +383,7 @@ class Writer:
         self.lines.append(
             f"static PYFREIGHT_TUPLE_T({len(items)}) {name} = "
             f"{{ ._o = {{ PyVarObject_HEAD_INIT(&PyTuple_Type, "
-            f"{len(items)}) .ob_hash = -1, .ob_item = {{ {', '.join(elements)} }} }} }};"
+            f"{len(items)}) PYFREIGHT_TUPLE_HASH_INIT .ob_item = {{ {', '.join(elements)} }} }} }};"
         )
         self.module.containers[key] = f"(PyObject *)&{name}._o"
         return self.module.containers[key]
@@ -414,12 +426,10 @@ class Writer:
         n_locals = sum(1 for k in kinds if k & CO_FAST_LOCAL)
         n_cells = sum(1 for k in kinds if k & CO_FAST_CELL)
         n_free = sum(1 for k in kinds if not k & CO_FAST_LOCAL and not k & CO_FAST_CELL and k & CO_FAST_FREE)
-        units = [co.code[i] for i in range(0, len(co.code), 2)]
-        first_traceable = units.index(self.resume) if self.resume in units else len(units)
         stack = co.stacksize or 1
         self.lines += [
             f"static struct _PyCode_DEF({len(co.code)}) {name} = "
-            f"{{ PyVarObject_HEAD_INIT(&PyCode_Type, {len(units)})",
+            f"{{ PyVarObject_HEAD_INIT(&PyCode_Type, {len(co.code) // 2})",
             f"  .co_consts = {consts}, .co_names = {names}, "
             f".co_exceptiontable = {self.bytes_(co.exceptiontable)},",
             f"  .co_flags = {co.flags}, .co_argcount = {co.argcount}, "
@@ -433,7 +443,7 @@ class Writer:
             f"  .co_localsplusnames = {local_names}, .co_localspluskinds = {local_kinds},",
             f"  .co_filename = {texts['filename']}, .co_name = "
             f"{texts['name']}, .co_qualname = {texts['qualname']},",
-            f"  .co_linetable = {self.bytes_(co.linetable)}, ._co_firsttraceable = {first_traceable},",
+            f"  .co_linetable = {self.bytes_(co.linetable)},",
             f"  .co_code_adaptive = {c_bytes(co.code)} }};",
         ]
         self.module.codes.append(name)
@@ -471,30 +481,50 @@ class Writer:
         )
 
 
+LAID_OUT_VERSIONS = ((3, 13), (3, 14), (3, 15))  # static_code.h holds each one's layouts
+
+
 def refuse_other_interpreters() -> None:
     if (
-        sys.version_info[:2] != (3, 14)
+        sys.version_info[:2] not in LAID_OUT_VERSIONS
         or sysconfig.get_config_var("Py_GIL_DISABLED")
         or hasattr(sys, "gettotalrefcount")
     ):
         sys.exit(
-            f"staticcode.py: static code objects are made for CPython 3.14 default builds, not {sys.version}"
+            "staticcode.py: static code objects are made for CPython 3.13 to 3.15 default builds, "
+            f"not {sys.version}"
         )
 
 
-def generate(blob: bf.Blob, runtime: RuntimeObjects, resume_opcode: int) -> str:
-    writer = Writer(runtime, resume_opcode)
-    rows = []
+@dataclass
+class Generated:
+    text: str
+    code_objects: int
+    marshal_only: list[str]  # modules whose code has no static form
+
+
+def generate(blob: bf.Blob, runtime: RuntimeObjects) -> Generated:
+    writer = Writer(runtime)
+    rows, marshal_only, code_objects = [], [], 0
     for index, module in enumerate(blob.modules):
         if module.flags & (bf.FLAG_NAMESPACE | bf.FLAG_BOOTSTRAP) or not module.code:
             rows.append("    { NULL },")
             continue
-        top = writer.code(MarshalReader(module.code).read())  # type: ignore[arg-type]
+        try:
+            # Read whole before anything is written, so a refusal leaves no half module.
+            top_code = MarshalReader(module.code).read()
+        except NoStaticForm as why:
+            marshal_only.append(f"{module.name} ({why})")
+            rows.append("    { NULL },")
+            continue
+        top = writer.code(top_code)  # type: ignore[arg-type]
+        code_objects += len(writer.module.codes)
         rows.append(writer.finish_module(index, top))
     header = [
         "/* Generated by pyfreight/memimport/staticcode.py: the packed modules' code objects. */",
         '#include "static_code.h"',
-        f'_Static_assert(RESUME == {resume_opcode}, "RESUME has another opcode number than when generated");',
+        f"_Static_assert(PY_VERSION_HEX == {blob.hexversion:#x}, "
+        '"the headers are of another CPython than the blob\'s");',
     ]
     table = [
         "pyfreight_static_module pyfreight_static_modules[] = {",
@@ -502,29 +532,29 @@ def generate(blob: bf.Blob, runtime: RuntimeObjects, resume_opcode: int) -> str:
         "};",
         f"const uint32_t pyfreight_static_module_count = {len(rows)};",
     ]
-    return "\n".join([*header, *writer.lines, *table, ""])
+    return Generated("\n".join([*header, *writer.lines, *table, ""]), code_objects, marshal_only)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blob", type=Path, required=True, help="the blob pack.py wrote")
-    parser.add_argument(
-        "--include-dir", type=Path, required=True, help="the interpreter's include/python3.14"
-    )
+    parser.add_argument("--include-dir", type=Path, required=True, help="the interpreter's include/python3.X")
     parser.add_argument("--out", type=Path, required=True, help="the C file to write")
     args = parser.parse_args()
     refuse_other_interpreters()
-    import opcode
-
     blob = bf.read_blob(args.blob.read_bytes())
     if blob.hexversion != sys.hexversion:
         sys.exit(f"staticcode.py: {args.blob} was packed by another interpreter ({blob.hexversion:#x})")
-    text = generate(blob, RuntimeObjects.read(args.include_dir), opcode.opmap["RESUME"])
+    generated = generate(blob, RuntimeObjects.read(args.include_dir))
     partial = args.out.with_name(args.out.name + ".partial")
-    partial.write_text(text)
+    partial.write_text(generated.text)
     os.replace(partial, args.out)
-    codes = text.count("static struct _PyCode_DEF(")
-    print(f"static code: {codes} code objects of {len(blob.modules)} modules, {len(text) / 1e6:.1f} MB of C")
+    print(
+        f"static code: {generated.code_objects} code objects of {len(blob.modules)} modules, "
+        f"{len(generated.text) / 1e6:.1f} MB of C"
+    )
+    for name in generated.marshal_only:
+        print(f"static code: {name} keeps its marshal data")
 
 
 if __name__ == "__main__":
