@@ -8,7 +8,9 @@ target's cross compiler, whose interpreter runs through the emulator."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ FOREIGN = [t for t in all_targets().values() if not t.native]
 
 
 @pytest.fixture(scope="module", params=FOREIGN, ids=[t.triple for t in FOREIGN])
-def archives(request, tmp_path_factory) -> tuple[Target, dict[str, Path]]:
+def archives(request, tmp_path_factory) -> Iterator[tuple[Target, dict[str, Path]]]:
     target: Target = request.param
     dist = tmp_path_factory.mktemp("dist")
     proc = pyfreight_cli(
@@ -34,7 +36,8 @@ def archives(request, tmp_path_factory) -> tuple[Target, dict[str, Path]]:
     found = {p.name.rsplit("-", 1)[-1]: p for p in dist.iterdir()}
     assert set(found) == {"full.tar.zst", "install_only.tar.gz", "install_only_stripped.tar.gz"}, found
     assert all(target.triple in p.name for p in found.values())
-    return target, found
+    yield target, found
+    shutil.rmtree(dist)  # one target's archives at a time
 
 
 def test_the_archives_validate(archives):

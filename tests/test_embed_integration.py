@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,11 +29,12 @@ DROPPED_BY_MINIMAL = ["_ssl", "_sqlite3", "zlib", "_decimal", "_tkinter", "_ctyp
 
 
 @pytest.fixture(scope="module")
-def tree(noopt_dist, tmp_path_factory) -> Path:
+def tree(noopt_dist, tmp_path_factory) -> Iterator[Path]:
     """The extracted full archive (its python/ folder)."""
     root = tmp_path_factory.mktemp("archive")
     extract(noopt_dist.full, root)
-    return root / "python"
+    yield root / "python"
+    shutil.rmtree(root)
 
 
 def _run(binary: Path, tree: Path, *args: str) -> subprocess.CompletedProcess:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,10 +67,11 @@ def archive(build, noopt_dists) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tree(archive, tmp_path_factory) -> Path:
+def tree(archive, tmp_path_factory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("archive")
     extract(archive, root)
-    return root / "python"
+    yield root / "python"
+    shutil.rmtree(root)  # each build's tree is large; only one is kept at a time
 
 
 @pytest.fixture(scope="module")
@@ -107,14 +109,15 @@ def app(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def binary(archive, app, code_form, tmp_path_factory) -> Path:
+def binary(archive, app, code_form, tmp_path_factory) -> Iterator[Path]:
     out = tmp_path_factory.mktemp("memory") / "python-memory"
     static = ["--static-code"] if code_form == "static-code" else []
     proc = pyfreight_cli(
         "embed", archive, "--memory-importer", *static, "-o", out, "--cc", "gcc", "--app", app
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return out
+    yield out
+    shutil.rmtree(out.parent)
 
 
 def _run(binary: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
