@@ -138,6 +138,16 @@ def test_binary_alone_imports_every_stdlib_module(binary, code_form, stdlib_name
     assert static >= count if code_form == "static-code" else static == 0, result.stdout
 
 
+def test_the_finder_itself_is_static_code_in_a_static_code_build(binary, code_form):
+    """Made at every start: from static code (immortal, so its reference count is the
+    immortal one) when the build has it, unmarshalled (an ordinary count) otherwise."""
+    show = "import sys; print(sys.getrefcount(sys.modules['_pyfreight_finder'].install.__code__))"
+    result = _run(binary, "-I", "-c", show)
+    assert result.returncode == 0, result.stderr
+    immortal = int(result.stdout) >= 2**29  # 3.13-3.15 keep immortal counts at 2**30 and above
+    assert immortal == (code_form == "static-code"), result.stdout
+
+
 def test_no_stdlib_file_is_touched(binary, tree, stdlib_names, tmp_path):
     """With the real stdlib right beside it (the binary in the install tree's bin/),
     strace sees no file system call on any stdlib module, package or bytecode file.

@@ -6,6 +6,7 @@ test_memory_importer_integration.py."""
 from __future__ import annotations
 
 import marshal
+import re
 import subprocess
 import sys
 
@@ -60,14 +61,19 @@ def _blob(*modules: bf.Module) -> bf.Blob:
     return bf.Blob(1, b"\0\0\r\n", sys.hexversion, 0, 0, list(modules), [])
 
 
-def test_a_module_with_a_constant_it_cannot_lay_out_keeps_its_marshal_data(tmp_path):
+def _runtime(tmp_path) -> RuntimeObjects:
+    """The runtime's objects as read from a minimal include folder."""
     include = tmp_path / "internal"
     include.mkdir()
     (include / "pycore_global_strings.h").write_text('STRUCT_FOR_ID(__name__)\nSTRUCT_FOR_STR(empty, "")\n')
     (include / "pycore_global_objects.h").write_text(
         "#define _PY_NSMALLPOSINTS 257\n#define _PY_NSMALLNEGINTS 5\n"
     )
-    runtime = RuntimeObjects.read(tmp_path)
+    return RuntimeObjects.read(tmp_path)
+
+
+def test_a_module_with_a_constant_it_cannot_lay_out_keeps_its_marshal_data(tmp_path):
+    runtime = _runtime(tmp_path)
     assert runtime.small_ints == range(-5, 257) and "__name__" in runtime.identifiers
     good = bf.Module("good", 0, marshal.dumps(compile("A = 1\n", "good.py", "exec")))
     # A frozendict constant (3.15's marshal type '}'), which compile() does not make today.
@@ -79,6 +85,28 @@ def test_a_module_with_a_constant_it_cannot_lay_out_keeps_its_marshal_data(tmp_p
     rows = [line.strip() for line in table.splitlines()[1:3]]
     assert rows[0].startswith("{ (PyObject *)&c") and rows[1] == "{ NULL },"
     assert f"PY_VERSION_HEX == {sys.hexversion:#x}" in generated.text
+
+
+def test_the_finder_and_the_start_up_modules_are_laid_out_first_and_together(tmp_path):
+    def module(name: str, flags: int = 0) -> bf.Module:
+        source = f"SHARED = 'shared-name'\nOWN = 'own-{name}'\n"
+        return bf.Module(name, flags, marshal.dumps(compile(source, f"{name}.py", "exec")))
+
+    blob = _blob(module("alpha"), module("beta"), module("finder", bf.FLAG_BOOTSTRAP), module("gamma"))
+    text = staticcode.generate(blob, _runtime(tmp_path), first=frozenset({"gamma"})).text
+
+    def defined(string: str) -> int:
+        return text.index(staticcode.c_bytes(string.encode()))
+
+    # Written in the order finder, gamma, then the rest in the blob's order; the string
+    # every module holds is written with the first of them.
+    assert defined("own-finder") < defined("own-gamma") < defined("own-alpha") < defined("own-beta")
+    assert defined("shared-name") < defined("own-gamma")
+    # The module table stays in the blob's order (row i is module i), each row naming its
+    # module's top code object, numbered in the order they were written.
+    table = text[text.index("pyfreight_static_modules[] = {") :].splitlines()[1:5]
+    alpha, beta, finder, gamma = (int(re.search(r"\(PyObject \*\)&c(\d+)", row).group(1)) for row in table)
+    assert finder < gamma < alpha < beta
 
 
 def test_other_interpreters_are_refused_in_one_line(tmp_path):

@@ -494,8 +494,13 @@ memory_install(PyObject *module, PyObject *Py_UNUSED(ignored))
             PyErr_SetString(PyExc_ImportError, "_pyfreight_memory: the blob carries no " BOOTSTRAP_NAME);
             return NULL;
         }
-        code = PyMarshal_ReadObjectFromString((const char *)pyfreight_blob_start + m.code_off,
-                                              (Py_ssize_t)m.code_len);
+        /* The finder is made at every start: from static code when the build has it. */
+        code = pyfreight_static_code((uint32_t)i);
+        static_code_loads += code != NULL;
+        if (code == NULL && !PyErr_Occurred()) {
+            code = PyMarshal_ReadObjectFromString((const char *)pyfreight_blob_start + m.code_off,
+                                                  (Py_ssize_t)m.code_len);
+        }
         if (code == NULL) {
             return NULL;
         }
