@@ -491,8 +491,9 @@ def refuse_other_interpreters() -> None:
         or sysconfig.get_config_var("Py_GIL_DISABLED")
         or hasattr(sys, "gettotalrefcount")
     ):
+        first, last = (".".join(map(str, v)) for v in (LAID_OUT_VERSIONS[0], LAID_OUT_VERSIONS[-1]))
         sys.exit(
-            "staticcode.py: static code objects are made for CPython 3.13 to 3.15 default builds, "
+            f"staticcode.py: static code objects are made for CPython {first} to {last} default builds, "
             f"not {sys.version}"
         )
 
