@@ -8,14 +8,19 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
-from referencing import Registry, Resource
 
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import REPO_ROOT, SCHEMA_DIR
+
+if TYPE_CHECKING:
+    # Imported where a document is validated, not with this module: importing jsonschema
+    # loads its format checkers (rfc3987_syntax compiles a grammar), most of a second that
+    # every `pyfreight` start paid, `--help` included.
+    import jsonschema
+    from referencing import Registry
 
 
 def shown(path: Path) -> str:
@@ -30,6 +35,8 @@ def shown(path: Path) -> str:
 def _registry() -> Registry:
     """Every schema in schema/, by its $id, so that one schema can $ref another
     (cpython/versions.yaml pins its sources the way recipes do)."""
+    from referencing import Registry, Resource
+
     resources = []
     for path in sorted(SCHEMA_DIR.glob("*.schema.json")):
         resource = Resource.from_contents(json.loads(path.read_text()))
@@ -40,6 +47,8 @@ def _registry() -> Registry:
 @cache
 def validator(schema: str) -> jsonschema.Draft202012Validator:
     """The validator of schema/<schema> (e.g. "recipe.schema.json")."""
+    import jsonschema
+
     document = json.loads((SCHEMA_DIR / schema).read_text())
     return jsonschema.Draft202012Validator(document, registry=_registry())
 

@@ -20,8 +20,6 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.paths import SCHEMA_DIR
@@ -40,6 +38,8 @@ def schema() -> dict[str, Any]:
 
 def schema_errors(document: dict) -> list[str]:
     """Every schema violation, each with the JSON path of the offending value."""
+    import jsonschema  # here, not at the top: its import costs most of a second (datafiles.py)
+
     validator = jsonschema.Draft202012Validator(schema())
     found = []
     for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):

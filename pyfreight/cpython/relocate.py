@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cache
 from pathlib import Path
 
 from pyfreight import toolchain
@@ -17,13 +18,20 @@ from pyfreight.cpython.options import INSTALL_PREFIX
 from pyfreight.errors import PyfreightError
 from pyfreight.targets import all_targets
 
-# The build's compilers, of every target, become the host's cc/c++ (longest first).
-_COMMANDS = {
-    c: "c++" if c.startswith("clang++") else "cc"
-    for t in all_targets().values()
-    for c in toolchain.compiler_commands(t)
-}
-_COMPILER = re.compile("|".join(re.escape(c) for c in sorted(_COMMANDS, key=len, reverse=True)))
+
+@cache
+def _compilers() -> tuple[dict[str, str], re.Pattern[str]]:
+    """The build's compilers, of every target, and what each becomes: the host's cc/c++
+    (matched longest first). Computed on first use, not at import: it reads the targets,
+    which every command importing this module would otherwise pay for at start."""
+    commands = {
+        c: "c++" if c.startswith("clang++") else "cc"
+        for t in all_targets().values()
+        for c in toolchain.compiler_commands(t)
+    }
+    return commands, re.compile("|".join(re.escape(c) for c in sorted(commands, key=len, reverse=True)))
+
+
 # What other build-time strings become, longest first.
 REPLACEMENTS: tuple[tuple[str, str], ...] = (
     (f"/usr/lib/llvm-{toolchain.LLVM}/bin/llvm-ar", "ar"),
@@ -99,7 +107,8 @@ _BUILD_WORD = re.compile(
 def scrub_flags(text: str, source_tree: str = "") -> str:
     """Host-neutral flags; the source folder becomes `source_tree`; other words that
     name the build environment are dropped."""
-    text = _COMPILER.sub(lambda m: _COMMANDS[m[0]], text)
+    commands, compiler = _compilers()
+    text = compiler.sub(lambda m: commands[m[0]], text)
     for old, new in REPLACEMENTS:
         text = text.replace(old, new)
     text = _BUILD_WORD.sub("", _SOURCE_TREE.sub(source_tree, text))
