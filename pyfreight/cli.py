@@ -117,7 +117,7 @@ def cmd_build(args: argparse.Namespace) -> None:
 
 def _write_dist(build: CPythonBuild, release: str | None) -> None:
     """Writes the three archives of `build` to dist/ and prints their sizes."""
-    from pyfreight.dist.write import write_distribution
+    from pyfreight.archives.write import write_distribution
 
     ws = default_workspace()
     dist = write_distribution(build, ws, ws.dist, release=release)
@@ -197,7 +197,7 @@ def cmd_test_dist(args: argparse.Namespace) -> None:
 
 
 def cmd_release(args: argparse.Namespace) -> None:
-    from pyfreight.dist.flavours import parse_full_name
+    from pyfreight.archives.flavours import parse_full_name
     from pyfreight.publish.release import make_release
 
     ws = default_workspace()

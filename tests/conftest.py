@@ -42,8 +42,8 @@ def write_recipe(root: Path, name: str, depends=(), build: str = "true\n", **ove
 def noopt_dists(tmp_path_factory):
     """The archives of a real CPython noopt build of a pinned version, built once per test
     session and version (the build is the expensive part), as a function of the version."""
+    from pyfreight.archives.write import WrittenArchives, write_distribution
     from pyfreight.cpython.build import build_cpython
-    from pyfreight.dist.write import WrittenArchives, write_distribution
     from pyfreight.formats.tarball import read_member
     from pyfreight.paths import default_workspace
     from pyfreight.targets import default_target

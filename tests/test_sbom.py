@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pyfreight.archives.sbom import checked, make_sbom, sbom_errors
 from pyfreight.cpython.versions import cpython_source
-from pyfreight.dist.sbom import checked, make_sbom, sbom_errors
 from pyfreight.errors import PyfreightError
 from pyfreight.sources.recipes import load_all
 

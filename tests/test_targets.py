@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pyfreight.dist.describe import SCHEMA_SYSTEM_LIBRARIES
+from pyfreight.archives.describe import SCHEMA_SYSTEM_LIBRARIES
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_target
 from pyfreight.paths import REPO_ROOT

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pyfreight import toolchain
 from pyfreight.cpython.buildinfo import BuildInfo

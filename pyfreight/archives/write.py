@@ -22,15 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyfreight.leftovers import owned
 from pyfreight import toolchain
-from pyfreight.container import images, libc_sysroot
-from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.cpython.build import CPythonBuild
-from pyfreight.cpython.buildinfo import read_build_info
-from pyfreight.cpython.relocate import installed_python_name
-from pyfreight.dist import sbom
-from pyfreight.dist.flavours import (
+from pyfreight.archives import sbom
+from pyfreight.archives.describe import Library, describe, object_file_format
+from pyfreight.archives.flavours import (
     FLAVOURS,
     FULL,
     INSTALL_ONLY,
@@ -39,11 +34,16 @@ from pyfreight.dist.flavours import (
     Flavour,
     release_tag,
 )
-from pyfreight.dist.describe import Library, describe, object_file_format
+from pyfreight.container import images, libc_sysroot
+from pyfreight.container.run import Mount, RunSpec, run
+from pyfreight.cpython.build import CPythonBuild
+from pyfreight.cpython.buildinfo import read_build_info
+from pyfreight.cpython.relocate import installed_python_name
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import check_tree, tree_elf_facts
 from pyfreight.formats.tarball import extract, newest_mtime, read_member, walk_sorted, write_tar
 from pyfreight.hashing import file_sha256, json_sha256
+from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.records import driver_code_digest, record_matches, write_record

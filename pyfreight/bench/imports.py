@@ -222,8 +222,8 @@ def render(results: dict[str, Measurement], count: int, parts: dict[str, float])
 
 def ensure_archive(ws: Workspace, minor: str | None, options: str, target: Target, jobs: int) -> Path:
     """The full archive of that build in dist/, building and writing it when missing."""
+    from pyfreight.archives.write import write_distribution
     from pyfreight.cpython.build import build_cpython
-    from pyfreight.dist.write import write_distribution
 
     build = build_cpython(minor, options, target, ws, jobs=jobs)
     return write_distribution(build, ws, ws.dist).full

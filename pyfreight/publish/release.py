@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from pyfreight.dist.flavours import (
+from pyfreight.archives.flavours import (
     FLAVOURS,
     FULL,
     INSTALL_ONLY,

@@ -13,9 +13,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyfreight.archives.flavours import PYTHON_JSON, parse_full_name
+from pyfreight.archives.write import write_distribution
 from pyfreight.cpython.build import build_cpython
-from pyfreight.dist.flavours import PYTHON_JSON, parse_full_name
-from pyfreight.dist.write import write_distribution
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, read_member, scan
 from pyfreight.hashing import file_sha256, stream_sha256

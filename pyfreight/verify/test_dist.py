@@ -8,9 +8,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from pyfreight.archives.flavours import recognise
 from pyfreight.container.images import ensure_runtime_image
 from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.dist.flavours import recognise
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_target
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract

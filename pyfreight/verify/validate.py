@@ -19,12 +19,12 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from pyfreight.archives.describe import crt_features
+from pyfreight.archives.flavours import recognise
+from pyfreight.archives.sbom import sbom_errors
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.cpython.setup_local import load_extension_data
-from pyfreight.dist.describe import crt_features
-from pyfreight.dist.flavours import recognise
-from pyfreight.dist.sbom import sbom_errors
 from pyfreight.errors import PyfreightError
 from pyfreight.formats import arfile
 from pyfreight.formats.elf import (
@@ -41,10 +41,6 @@ from pyfreight.targets import Target, all_targets, default_target, known_names
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
 
-
-# Extension modules allowed as shared libraries, in lib-dynload: only the test-only
-# ones (cpython/extensions.yaml); every module of the product is built in.
-ALLOWED_SHARED_EXTENSIONS = load_extension_data().test_only
 # Symbols of bundled libraries that must not be exported by the interpreter (they
 # would clash with, or be interposed by, other copies loaded into the process).
 BUNDLED_SYMBOL_PREFIXES = (
@@ -318,14 +314,15 @@ def _install_tree(install: Path, prefix: str, target: Target) -> tuple[list[Prob
     """The rules for the install tree, and the facts of its ELF files (read once)."""
     problems: list[Problem] = []
     facts: list[ElfFacts] = []
+    # Extension modules allowed as shared libraries, in lib-dynload: only the test-only
+    # ones (cpython/extensions.yaml); every module of the product is built in.
+    test_only = load_extension_data().test_only
     for path in sorted(install.rglob("*")):
         rel = f"{prefix}/{path.relative_to(install)}"
         if path.is_file() and not path.is_symlink():
             problems += _elf_problems(path, rel, target, facts)
             extension = path.name.endswith(".so") and "site-packages" not in path.parts
-            allowed = (
-                path.name.split(".")[0] in ALLOWED_SHARED_EXTENSIONS and path.parent.name == "lib-dynload"
-            )
+            allowed = path.name.split(".")[0] in test_only and path.parent.name == "lib-dynload"
             if extension and not allowed:
                 problems.append(
                     Problem(
