@@ -21,7 +21,7 @@ build = $(PYFREIGHT) build --python $(CPYTHON) --target $(1) --options $(call va
 
 # The CPython builds (pattern rules, below) are not .PHONY: make skips pattern rules
 # for phony targets.
-.PHONY: setup images fetch deps test test-unit lint clean bench bench-import
+.PHONY: setup images fetch deps test test-all test-part test-unit lint clean bench bench-import
 
 setup:
 	@scripts/setup.sh
@@ -35,8 +35,17 @@ fetch: setup
 deps: setup
 	$(PYFREIGHT) deps $(target_flag) $(ARGS)
 
+# The test tiers (tests/tiers.py): `test` is CI's (.ci/run), `test-all` every test,
+# `test-part PART=NAME` one part of test-all (a GitHub job each).
 test: lint
-	.venv/bin/pytest -ra $(ARGS)
+	.venv/bin/pytest -ra --tier ci $(ARGS)
+
+test-all: lint
+	.venv/bin/pytest -ra --tier all $(ARGS)
+
+test-part: setup
+	@[ -n "$(PART)" ] || { echo "error: say which part: make test-part PART=NAME ($$(.venv/bin/python -m tests.tiers))" >&2; exit 2; }
+	.venv/bin/pytest -ra --part $(PART) $(ARGS)
 
 test-unit: setup
 	.venv/bin/pytest -ra -m "not container" $(ARGS)

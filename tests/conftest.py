@@ -12,6 +12,67 @@ import pytest
 import yaml
 
 from pyfreight.sources.recipes import Source
+from tests import tiers
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("pyfreight tiers (tests/tiers.py)")
+    group.addoption(
+        "--tier",
+        choices=("ci", "all"),
+        default="all",
+        help="ci: what `make test` runs (no test of a part); all: every test (`make test-all`)",
+    )
+    group.addoption("--part", default=None, help="only the tests of one part of test-all (`make test-part`)")
+    group.addoption(
+        "--show-parts", action="store_true", help="with --collect-only: each test's part ('-': none)"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "part(name): a test of test-all only, in its part NAME (tests/tiers.py)"
+    )
+
+
+def _part_of(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("part")
+    return str(marker.args[0]) if marker else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    known = tiers.parts()
+    named = {_part_of(item) for item in items} - {None}
+    if named - set(known):
+        raise pytest.UsageError(
+            f"tests are marked with unknown parts {sorted(named - set(known))}; known: {known}"
+        )
+    part = config.getoption("--part")
+    if part is not None and part not in known:
+        raise pytest.UsageError(f"--part {part}: no such part; the parts are {', '.join(known)}")
+    if part is not None:
+        keep = [item for item in items if _part_of(item) == part]
+    elif config.getoption("--tier") == "ci":
+        keep = [item for item in items if _part_of(item) is None]
+    else:
+        keep = list(items)
+    dropped = [item for item in items if item not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+    if config.getoption("--collect-only"):
+        if config.getoption("--show-parts"):
+            for item in keep:
+                config.get_terminal_writer().line(f"{_part_of(item) or '-'} {item.nodeid}")
+        return
+    missing = tiers.missing_for(
+        container=any(item.get_closest_marker("container") for item in keep),
+        part_names={name for item in keep if (name := _part_of(item))},
+    )
+    if missing:
+        raise pytest.UsageError(
+            "the selected tests need what this machine lacks, so none was run: " + "; ".join(missing)
+        )
 
 
 def make_source(tmp_path: Path, name: str = "demo-1.0.tar", data: bytes = b"x" * 5000) -> Source:

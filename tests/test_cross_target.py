@@ -32,7 +32,11 @@ int main(void) {
 """
 
 
-@pytest.fixture(scope="module", params=FOREIGN, ids=[t.triple for t in FOREIGN])
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param(t, marks=pytest.mark.part(t.triple)) for t in FOREIGN],
+    ids=[t.triple for t in FOREIGN],
+)
 def cross_zlib(request, tmp_path_factory):
     target: Target = request.param
     image, built, prefix = zlib_from_scratch(target, tmp_path_factory)

@@ -18,8 +18,10 @@ from pyfreight.sources.recipes import load_all
 from pyfreight.targets import default_target
 from pyfreight.toolchain import build_environment
 from tests.in_image import bash_in_image
+from tests.tiers import FROM_SCRATCH
 
-pytestmark = pytest.mark.container
+# Builds OpenSSL and the others again in an empty build folder: test-all's part.
+pytestmark = [pytest.mark.container, pytest.mark.part(FROM_SCRATCH)]
 NAMES = ["openssl", "xz", "zlib"]
 RECIPES = load_all()
 

@@ -11,6 +11,7 @@ import pytest
 from pyfreight.formats.tarball import members as archive_members
 from pyfreight.python_json import schema_errors
 from tests.conftest import pyfreight_cli
+from tests.tiers import FROM_SCRATCH
 
 pytestmark = pytest.mark.container
 
@@ -105,6 +106,7 @@ def test_stripped_archive_runs_with_the_default_tests(dist):
     assert "FAIL" not in proc.stdout
 
 
+@pytest.mark.part(FROM_SCRATCH)
 def test_noopt_archive_is_reproduced_from_scratch(dist):
     """Everything rebuilt in a fresh build folder from the downloads alone gives the
     same bytes: `pyfreight reproduce ARCHIVE`."""

@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from pyfreight.bench.imports import LIST_MODULES
+from pyfreight.cpython.versions import load_versions
 from pyfreight.embed.command import embed
 from pyfreight.embed.memory import PackOptions
 from pyfreight.formats.tarball import extract
 from tests.conftest import pyfreight_cli
+from tests.tiers import version_part
 
 pytestmark = pytest.mark.container
 
@@ -45,11 +47,19 @@ print("STATIC", _pyfreight_memory.info()["static_code_loads"])
 """
 
 
-@pytest.fixture(
-    scope="module",
-    params=[("3.14", "marshal"), ("3.14", "static-code"), ("3.13", "static-code"), ("3.15", "static-code")],
-    ids=lambda p: "-".join(p),
-)
+def _builds() -> list:
+    """Both forms on the default version (make test); static code on every other pinned
+    version, each in its own part of test-all."""
+    default, versions = load_versions()
+    other = [
+        pytest.param((v, "static-code"), marks=pytest.mark.part(version_part(v)))
+        for v in versions
+        if v != default
+    ]
+    return [(default, "marshal"), (default, "static-code"), *other]
+
+
+@pytest.fixture(scope="module", params=_builds(), ids=lambda p: "-".join(p))
 def build(request) -> tuple[str, str]:
     """(CPython version, form of packed code): marshalled in the blob, or laid out as
     static objects in the executable's data (--static-code)."""

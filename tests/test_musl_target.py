@@ -43,7 +43,11 @@ int main(void) {
 """
 
 
-@pytest.fixture(scope="module", params=MUSL, ids=[t.triple for t in MUSL])
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param(t, marks=pytest.mark.part(t.triple)) for t in MUSL],
+    ids=[t.triple for t in MUSL],
+)
 def musl_zlib(request, tmp_path_factory):
     target: Target = request.param
     image, built, prefix = zlib_from_scratch(target, tmp_path_factory)

@@ -1,9 +1,11 @@
-"""A cross-compiled target's archives, made and used as a user would: `pyfreight build
---target …` (dependencies, CPython cross-built with the default target's noopt build as
-build python, the three archives), then `validate`, `test-dist` of the stripped archive
-under the emulator (every product check; CPython's test subset under emulation takes
-minutes more and is left to the builds themselves), and `pyfreight embed` with the
-target's cross compiler, whose interpreter runs through the emulator."""
+"""Every target other than the default, its archives made and used as a user would, each
+target a part of test-all: `pyfreight build --target …` (dependencies, CPython, the three
+archives; a foreign target cross-built with the default target's noopt build as build
+python), of noopt and, where the C library can be linked statically, noopt+static; then
+`validate`, `test-dist` of the stripped archive (under the emulator, or in the target's
+libc-only runtime image; every product check: CPython's test subset there takes minutes
+more and is left to the builds themselves), and, for targets with a cross compiler here,
+`pyfreight embed` with it, whose interpreter runs through the emulator."""
 
 from __future__ import annotations
 
@@ -21,15 +23,20 @@ from pyfreight.targets import Target, all_targets
 from tests.conftest import pyfreight_cli
 
 pytestmark = pytest.mark.container
-FOREIGN = [t for t in all_targets().values() if not t.native]
+OTHERS = sorted((t for t in all_targets().values() if not t.is_default), key=lambda t: t.triple)
+BUILDS = [(t, "noopt") for t in OTHERS] + [(t, "noopt+static") for t in OTHERS if t.static_linking]
 
 
-@pytest.fixture(scope="module", params=FOREIGN, ids=[t.triple for t in FOREIGN])
+def _params(builds: list[tuple[Target, str]]) -> list:
+    return [pytest.param(b, marks=pytest.mark.part(b[0].triple), id=f"{b[0].triple}-{b[1]}") for b in builds]
+
+
+@pytest.fixture(scope="module", params=_params(BUILDS))
 def archives(request, tmp_path_factory) -> Iterator[tuple[Target, dict[str, Path]]]:
-    target: Target = request.param
+    target, options = request.param
     dist = tmp_path_factory.mktemp("dist")
     proc = pyfreight_cli(
-        "build", "--python", "3.14", "--target", target.make_name, "--options", "noopt", "--no-check",
+        "build", "--target", target.make_name, "--options", options, "--no-check",
         PYFREIGHT_DIST_DIR=str(dist),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -47,13 +54,18 @@ def test_the_archives_validate(archives):
     assert proc.stdout.count("passed") == 3, proc.stdout
 
 
-def test_the_stripped_archive_runs_under_the_emulator(archives):
+def test_the_stripped_archive_passes_test_dist_where_it_runs(archives):
     _, found = archives
     proc = pyfreight_cli("test-dist", found["install_only_stripped.tar.gz"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "FAIL" not in proc.stdout, proc.stdout
 
 
+# The embed tests: the builds of targets that name a compiler here that links for them.
+WITH_CROSS_CC = _params([b for b in BUILDS if b[0].cross_cc and b[1] == "noopt"])
+
+
+@pytest.mark.parametrize("archives", WITH_CROSS_CC, indirect=True)
 def test_embed_needs_a_compiler_for_the_target(archives, tmp_path):
     target, found = archives
     proc = pyfreight_cli("embed", found["full.tar.zst"], "-o", tmp_path / "python", CC="")
@@ -64,6 +76,7 @@ def test_embed_needs_a_compiler_for_the_target(archives, tmp_path):
     )
 
 
+@pytest.mark.parametrize("archives", WITH_CROSS_CC, indirect=True)
 def test_embed_with_the_cross_compiler_runs_under_the_emulator(archives, tmp_path):
     target, found = archives
     out = tmp_path / "python-embedded"

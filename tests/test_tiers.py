@@ -1,0 +1,106 @@
+"""The test tiers as people run them: make's targets select what tests/tiers.py says, the
+CI workflow runs every part, no part is empty, and a tier that cannot run part of itself
+stops and says what is missing instead of skipping."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import yaml
+
+from tests import tiers
+from tests.conftest import REPO
+
+PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+
+
+def _collected(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*PYTEST, "--collect-only", "-q", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+def _ids(proc: subprocess.CompletedProcess[str]) -> set[str]:
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return {line for line in proc.stdout.splitlines() if "::" in line}
+
+
+def test_the_parts_come_from_the_data():
+    parts = tiers.parts()
+    assert "cpython-3.13" in parts and "cpython-3.15" in parts and "cpython-3.14" not in parts
+    assert "aarch64-unknown-linux-gnu" in parts and "x86_64-unknown-linux-gnu" not in parts
+    assert parts[-1] == tiers.FROM_SCRATCH and len(set(parts)) == len(parts)
+
+
+def test_every_part_has_tests_and_the_ci_tier_none_of_them():
+    proc = _collected("--tier", "all", "--show-parts")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    by_part: dict[str, set[str]] = {}
+    for line in proc.stdout.splitlines():
+        part, _, nodeid = line.partition(" ")
+        if "::" in nodeid and not line.startswith("tests/"):
+            by_part.setdefault(part, set()).add(nodeid)
+    assert set(by_part) == {"-", *tiers.parts()}, "a part selects no test"
+    # the tier ci selects exactly the tests of no part, --part exactly that part's
+    assert _ids(_collected("--tier", "ci")) == by_part["-"]
+    assert _ids(_collected("--part", "cpython-3.13")) == by_part["cpython-3.13"]
+    # make test proves the default build end to end; other versions and targets are parts
+    ci_builds = [t for t in by_part["-"] if "integration" in t]
+    assert any("test_distribution_integration.py::" in t for t in ci_builds)
+    assert not any("3.13" in t or "3.15" in t or "aarch64" in t or "musl" in t for t in ci_builds)
+
+
+def test_make_runs_each_tier_with_its_selection():
+    for goal, words in (("test", "--tier ci"), ("test-all", "--tier all"), ("test-part PART=x", "--part x")):
+        dry = subprocess.run(
+            ["make", "-n", *goal.split()], cwd=REPO, capture_output=True, text=True, check=True
+        )
+        assert re.search(rf"pytest -ra {words}\b", dry.stdout), dry.stdout
+    refused = subprocess.run(["make", "test-part"], cwd=REPO, capture_output=True, text=True)
+    assert refused.returncode != 0 and "make test-part PART=NAME" in refused.stderr, refused.stderr
+
+
+def test_an_unknown_part_is_refused_with_the_list():
+    proc = _collected("--part", "nosuch")
+    assert proc.returncode != 0
+    assert f"--part nosuch: no such part; the parts are {', '.join(tiers.parts())}" in proc.stderr
+
+
+def test_a_tier_without_docker_stops_and_says_so(tmp_path):
+    """No docker on PATH: the container tests are not skipped, the run stops before any."""
+    env = {**os.environ, "PATH": str(tmp_path)}
+    proc = subprocess.run(
+        [*PYTEST, "--part", tiers.FROM_SCRATCH],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "the selected tests need what this machine lacks, so none was run: a running Docker engine" in (
+        proc.stderr
+    )
+    assert " passed" not in proc.stdout
+
+
+def test_the_ci_workflow_runs_make_test_and_every_part():
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "ci.yml").read_text())
+    jobs = workflow["jobs"]
+    assert "bash .ci/run" in jobs["test"]["steps"][-1]["run"]
+    assert "make test\n" in (REPO / ".ci" / "run").read_text()
+    assert "python -m tests.tiers" in jobs["parts"]["steps"][-1]["run"]
+    assert jobs["test-part"]["strategy"]["matrix"]["part"] == "${{ fromJSON(needs.parts.outputs.parts) }}"
+    assert 'make test-part PART="$PART"' in jobs["test-part"]["steps"][-1]["run"]
+    printed = subprocess.run(
+        [sys.executable, "-m", "tests.tiers"], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert printed.stdout.strip() == str(tiers.parts()).replace("'", '"')
