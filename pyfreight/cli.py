@@ -21,6 +21,7 @@ from pyfreight.paths import default_workspace
 from pyfreight.targets import default_target, target
 
 if TYPE_CHECKING:
+    from pyfreight.archives.write import WrittenArchives
     from pyfreight.cpython.build import CPythonBuild
 
 
@@ -89,47 +90,51 @@ def cmd_deps(args: argparse.Namespace) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> None:
+    from pyfreight.archives.write import ensure_distribution
     from pyfreight.cpython.build import build_cpython
 
     started = time.monotonic()
-    result = build_cpython(
-        args.python,
-        args.options,
-        args.target,
-        default_workspace(),
-        jobs=args.jobs,
-        force=args.force,
-        pgo_profile=Path(args.pgo_profile).resolve() if args.pgo_profile else None,
-    )
-    say(f"build: {time.monotonic() - started:.1f} s")
-    print(f"install tree: {result.tree}")
-    print(f"artifact:     {result.artifact}")
-    if result.profile:
-        print(f"PGO profile:  {result.profile}")
-    if args.check:
-        from pyfreight.verify.check_install import check_build
-
-        if not check_build(result, default_workspace()):
-            raise PyfreightError(f"{result.tree}: the install tree failed checks (see above)")
-    if args.dist:
-        _write_dist(result, args.release)
-
-
-def _write_dist(build: CPythonBuild, release: str | None) -> None:
-    """Writes the three archives of `build` to dist/ and prints their sizes."""
-    from pyfreight.archives.write import write_distribution
-
     ws = default_workspace()
-    dist = write_distribution(build, ws, ws.dist, release=release)
+
+    def built(result: CPythonBuild) -> None:
+        """Reported, then checked (check-install) before anything is packed."""
+        say(f"build: {time.monotonic() - started:.1f} s")
+        print(f"install tree: {result.tree}")
+        print(f"artifact:     {result.artifact}")
+        if result.profile:
+            print(f"PGO profile:  {result.profile}")
+        if args.check:
+            from pyfreight.verify.check_install import check_build
+
+            if not check_build(result, ws):
+                raise PyfreightError(f"{result.tree}: the install tree failed checks (see above)")
+
+    pgo_profile = Path(args.pgo_profile).resolve() if args.pgo_profile else None
+    if not args.dist:
+        built(build_cpython(args.spec, ws, jobs=args.jobs, force=args.force, pgo_profile=pgo_profile))
+        return
+    _print_sizes(
+        ensure_distribution(
+            args.spec,
+            ws,
+            args.jobs,
+            release=args.release,
+            force=args.force,
+            pgo_profile=pgo_profile,
+            check=built,
+        )[1]
+    )
+
+
+def _print_sizes(dist: WrittenArchives) -> None:
     for path in dist.archives:
         print(f"{path.stat().st_size / 1e6:8.1f} MB  {path}")
 
 
 def cmd_dist(args: argparse.Namespace) -> None:
-    from pyfreight.cpython.build import build_cpython
+    from pyfreight.archives.write import ensure_distribution
 
-    build = build_cpython(args.python, args.options, args.target, default_workspace(), jobs=args.jobs)
-    _write_dist(build, args.release)
+    _print_sizes(ensure_distribution(args.spec, default_workspace(), args.jobs, release=args.release)[1])
 
 
 def cmd_check_install(args: argparse.Namespace) -> None:
@@ -155,6 +160,7 @@ def cmd_check_install(args: argparse.Namespace) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> None:
     from pyfreight.bench.throughput import run_bench
+    from pyfreight.cpython.spec import BuildSpec
 
     only = [n for n in (args.only or "").split(",") if n]
     options = [o for o in args.options.split(",") if o]
@@ -162,10 +168,8 @@ def cmd_bench(args: argparse.Namespace) -> None:
         raise PyfreightError("--options names no build; give e.g. --options pgo+lto,noopt")
     path = run_bench(
         default_workspace(),
-        args.python,
-        args.target,
+        [BuildSpec.resolve(args.python, text, args.target) for text in options],
         args.jobs,
-        options=options,
         against_trees=args.against,
         suite_name=args.suite,
         only=only,
@@ -205,7 +209,7 @@ def cmd_release(args: argparse.Namespace) -> None:
     for full in fulls:
         if not full.is_file():
             raise PyfreightError(f"{full}: no such archive")
-    releases = sorted({(parse_full_name(f.name) or {}).get("release", "") for f in fulls} - {""})
+    releases = sorted({named[1] for f in fulls if (named := parse_full_name(f.name))})
     tag = args.tag or (releases[0] if len(releases) == 1 else None)
     if tag is None:
         raise PyfreightError("the archives are of several releases (or none): name the release with --tag")
@@ -221,20 +225,10 @@ def cmd_matrix(args: argparse.Namespace) -> None:
 
     entries = release_matrix()
     if args.json:
-        rows = [
-            {
-                "name": e.name,
-                "target": e.target,
-                "cpython": e.cpython,
-                "options": e.options,
-                "make": " ".join(e.make),
-            }
-            for e in entries
-        ]
-        print(json.dumps({"include": rows}, sort_keys=True))
+        print(json.dumps({"include": [e.as_json() for e in entries]}, sort_keys=True))
         return
     for e in entries:
-        print(f"make {' '.join(e.make):<55} # {e.name}")
+        print(f"make {' '.join(e.spec.make_arguments()):<55} # {e.name}")
 
 
 def cmd_embed(args: argparse.Namespace) -> None:
@@ -299,10 +293,7 @@ def cmd_bench_import(args: argparse.Namespace) -> None:
     if args.runs < 10:
         raise PyfreightError(f"--runs {args.runs}: a median needs at least 10 runs of each command")
     ws = default_workspace()
-    if args.archive:
-        archive = Path(args.archive).resolve()
-    else:
-        archive = ensure_archive(ws, args.python, args.options, args.target, args.jobs)
+    archive = Path(args.archive).resolve() if args.archive else ensure_archive(ws, args.spec, args.jobs)
     limits = _limits(args)
     binary = ensure_memory_binary(ws, archive, args.cc, limits=limits)
     run_bench_import(ws, archive, binary, args.runs, pie_both=args.pie_both, cc=args.cc, limits=limits)
@@ -327,6 +318,8 @@ def _shared_options() -> dict[str, argparse.ArgumentParser]:
         default="pgo+lto",
         help="noopt, debug, lto, pgo or pgo+lto, optionally freethreaded+… (default: %(default)s)",
     )
+    # --python, --options and --target together name one build (args.spec).
+    options.set_defaults(names_a_build=True)
     target_option = argparse.ArgumentParser(add_help=False)
     target_option.add_argument(
         "--target",
@@ -662,6 +655,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _sweep_leftovers()
         if "target" in vars(args):  # a name until here; every command gets the Target
             args.target = target(args.target) if args.target else default_target()
+        if getattr(args, "names_a_build", False):  # resolved once, then carried whole
+            from pyfreight.cpython.spec import BuildSpec
+
+            args.spec = BuildSpec.resolve(args.python, args.options, args.target)
         args.func(args)
     except PyfreightError as exc:
         if debug:

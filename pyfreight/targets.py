@@ -28,6 +28,7 @@ class Target:
     make_name: str  # prefix of the make targets: `make MAKE_NAME-pgo`
     clang_triple: str
     python_platform_tag: str  # sysconfig.get_platform() of the built interpreter
+    uv_platform: tuple[str, str, str]  # (os, arch, libc) as uv's downloads index names them
     debian_architecture: str  # of the sysroot's packages and of the runtime image
     sysroot: MappingProxyType[str, Any]  # suite, variant, pinned packages, kept paths
     control_flow_cflags: str  # the compiler flags of the target's control-flow protection
@@ -76,6 +77,7 @@ class Target:
             make_name=data["make_name"],
             clang_triple=data["clang_triple"],
             python_platform_tag=data["python_platform_tag"],
+            uv_platform=(data["uv_platform"]["os"], data["uv_platform"]["arch"], data["uv_platform"]["libc"]),
             debian_architecture=data["debian_architecture"],
             sysroot=MappingProxyType(dict(data["sysroot"])),
             control_flow_cflags=data["control_flow_cflags"],

@@ -101,41 +101,38 @@ def write_recipe(root: Path, name: str, depends=(), build: str = "true\n", **ove
 
 @pytest.fixture(scope="session")
 def noopt_dists(tmp_path_factory):
-    """The archives of a real CPython noopt build of a pinned version, built once per test
-    session and version (the build is the expensive part), as a function of the version."""
-    from pyfreight.archives.write import WrittenArchives, write_distribution
-    from pyfreight.cpython.build import build_cpython
+    """The archives of a real CPython noopt build (default target) of a pinned minor
+    version, built once per test session and version (the build is the expensive part),
+    as a function of the version."""
+    from pyfreight.archives.flavours import FULL, INSTALL_ONLY, INSTALL_ONLY_STRIPPED
+    from pyfreight.archives.write import WrittenArchives, ensure_distribution
+    from pyfreight.cpython.spec import BuildSpec
     from pyfreight.formats.tarball import read_member
     from pyfreight.paths import default_workspace
-    from pyfreight.targets import default_target
 
     built: dict[str, WrittenArchives] = {}
 
-    def noopt_dist_of(version: str) -> WrittenArchives:
-        if version in built:
-            return built[version]
-        # For iterating on the tests that only read archives: reuse ones already written
-        # (full archives, separated by the path separator, found by version and target).
-        reused = [
-            Path(path).resolve()
-            for path in os.environ.get("PYFREIGHT_TEST_NOOPT_FULL_ARCHIVE", "").split(os.pathsep)
-            if Path(path).name.startswith(f"cpython-{version}.")
-            and f"-{default_target().triple}-noopt-full" in Path(path).name
-        ]
-        if reused:
-            full = reused[0]
-            only = full.with_name(full.name.replace("-full.tar.zst", "-install_only.tar.gz"))
-            document = json.loads(read_member(full, "python/PYTHON.json"))
-            stripped = only.with_name(only.name.replace(".tar.gz", "_stripped.tar.gz"))
-            built[version] = WrittenArchives(full, only, stripped, document)
-        else:
-            build = build_cpython(
-                version, "noopt", default_target(), default_workspace(), jobs=os.cpu_count() or 1
-            )
-            built[version] = write_distribution(
-                build, default_workspace(), tmp_path_factory.mktemp(f"dist-{version}")
-            )
-        return built[version]
+    def noopt_dist_of(minor: str) -> WrittenArchives:
+        if minor in built:
+            return built[minor]
+        spec = BuildSpec.resolve(minor, "noopt", None)
+        # For iterating on the tests that only read archives: reuse full archives already
+        # written (separated by the path separator), found by the build they name.
+        for path in os.environ.get("PYFREIGHT_TEST_NOOPT_FULL_ARCHIVE", "").split(os.pathsep):
+            full = Path(path).resolve() if path else None
+            if full is None or not full.name.endswith(FULL.suffix):
+                continue
+            release = full.name.removeprefix(f"cpython-{spec.version}+").split("-")[0]
+            if full.name == FULL.file_name(spec, release):
+                document = json.loads(read_member(full, "python/PYTHON.json"))
+                twins = (
+                    full.with_name(f.file_name(spec, release)) for f in (INSTALL_ONLY, INSTALL_ONLY_STRIPPED)
+                )
+                built[minor] = WrittenArchives(full, *twins, document)
+                return built[minor]
+        dist = tmp_path_factory.mktemp(f"dist-{minor}")
+        built[minor] = ensure_distribution(spec, default_workspace(), os.cpu_count() or 1, dist=dist)[1]
+        return built[minor]
 
     return noopt_dist_of
 

@@ -11,6 +11,7 @@ import pytest
 from pyfreight.cpython.build import build_cpython
 from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.cpython.setup_local import load_extension_data
+from pyfreight.cpython.spec import BuildSpec
 from pyfreight.formats.elf import check_tree
 from pyfreight.paths import default_workspace
 from pyfreight.targets import default_target
@@ -21,7 +22,9 @@ pytestmark = pytest.mark.container
 
 @pytest.fixture(scope="module")
 def build():
-    return build_cpython("3.14", "noopt", default_target(), default_workspace(), jobs=os.cpu_count() or 1)
+    return build_cpython(
+        BuildSpec.resolve(None, "noopt", None), default_workspace(), jobs=os.cpu_count() or 1
+    )
 
 
 def test_install_tree_passes_every_check(build):

@@ -22,8 +22,12 @@ from pathlib import Path
 import pytest
 import zstandard
 
+from pyfreight.archives.flavours import FULL, INSTALL_ONLY, INSTALL_ONLY_STRIPPED
+from pyfreight.cpython.spec import BuildSpec
+
 PYFREIGHT = Path(sys.executable).with_name("pyfreight")
-FULL_NAME = "cpython-3.14.7+20260805-x86_64-unknown-linux-gnu-noopt-full.tar.zst"
+SPEC = BuildSpec.resolve(None, "noopt", None)  # reproduce and release read the build from the name
+FULL_NAME = FULL.file_name(SPEC, "20260805")
 
 
 def _tar_bytes(build: Callable[[tarfile.TarFile], None], fmt: int = tarfile.GNU_FORMAT) -> bytes:
@@ -228,8 +232,8 @@ def test_hostile_archive_is_refused(tmp_path, case, command):
     name = FULL_NAME if command in ("reproduce", "release") else f"{case}.tar.zst"
     archive = make(tmp_path / name)
     if command == "release":
-        for flavour in ("install_only", "install_only_stripped"):
-            make(tmp_path / FULL_NAME.replace("-noopt-full.tar.zst", f"-noopt-{flavour}.tar.gz"))
+        for flavour in (INSTALL_ONLY, INSTALL_ONLY_STRIPPED):
+            make(tmp_path / flavour.file_name(SPEC, "20260805"))
     before = _snapshot(outside)
 
     proc = _run(COMMANDS[command](archive, tmp_path), tmp_path)

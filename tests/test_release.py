@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pyfreight.cpython.options import BuildOptions
 from pyfreight.publish.release import _uv_variant
 
 
@@ -22,4 +23,4 @@ from pyfreight.publish.release import _uv_variant
     ],
 )
 def test_uv_gets_the_fastest_build_of_each_variant_and_no_modified_one(options, expected):
-    assert _uv_variant(options) == expected
+    assert _uv_variant(BuildOptions.parse(options)) == expected

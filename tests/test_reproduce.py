@@ -23,15 +23,15 @@ def _archive(tmp_path: Path, name: str, files: dict[str, str]) -> Path:
 
 
 def test_names_are_parsed():
-    fields = parse_name(
+    spec, release = parse_name(
         Path("cpython-3.15.0rc1+20260901-x86_64-unknown-linux-gnu-freethreaded+pgo+lto-full.tar.zst")
     )
-    assert fields == {
-        "version": "3.15.0rc1",
-        "release": "20260901",
-        "target": "x86_64-unknown-linux-gnu",
-        "options": "freethreaded+pgo+lto",
-    }
+    assert release == "20260901"
+    assert (spec.version, spec.minor, spec.target.triple) == ("3.15.0rc1", "3.15", "x86_64-unknown-linux-gnu")
+    assert (spec.options.freethreaded, spec.options.pgo, spec.options.lto) == (True, True, True)
+    # an unknown target in a well-formed name is named, not guessed
+    with pytest.raises(PyfreightError, match="unknown target 'sparc-unknown-linux-gnu'"):
+        parse_name(Path("cpython-3.14.7+20260805-sparc-unknown-linux-gnu-noopt-full.tar.zst"))
     with pytest.raises(PyfreightError, match="not a full archive name"):
         parse_name(Path("cpython-3.14.7+20260805-x86_64-unknown-linux-gnu-install_only.tar.gz"))
 

@@ -2,7 +2,8 @@
 python-build-standalone, which installers already parse), compression, where the
 install tree sits inside, and how each is recognised from its content alone.
 
-dist writes them, validate, test-dist and reproduce ask here what an archive is."""
+The archives are written by archives/write.py; validate, test-dist, reproduce and release
+ask here what an archive is, and what build a full archive's name names."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import datetime
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from pyfreight.cpython.spec import BuildSpec
 
 PYTHON_JSON = "python/PYTHON.json"
 
@@ -26,13 +29,16 @@ class Flavour:
     def suffix(self) -> str:
         return f".tar.{self.compression}"
 
-    def file_name(self, version: str, release: str, target: str, options: str) -> str:
+    def file_name(self, spec: BuildSpec, release: str) -> str:
+        """The archive's name (python-build-standalone's scheme, which installers parse)."""
+        named = f"cpython-{spec.version}+{release}-{spec.target.triple}"
+        options = str(spec.options)
         if self.describes_itself:
-            return f"cpython-{version}+{release}-{target}-{options}-{self.name}{self.suffix}"
+            return f"{named}-{options}-{self.name}{self.suffix}"
         # The default pgo+lto build has no option segment, its free-threaded twin says
         # "freethreaded"; other builds keep their option string.
         variant = {"pgo+lto": "", "freethreaded+pgo+lto": "freethreaded-"}.get(options, f"{options}-")
-        return f"cpython-{version}+{release}-{target}-{variant}{self.name}{self.suffix}"
+        return f"{named}-{variant}{self.name}{self.suffix}"
 
 
 FULL = Flavour("full", "zst", "python/install", describes_itself=True)
@@ -67,7 +73,10 @@ _FULL_NAME = re.compile(
 )
 
 
-def parse_full_name(file_name: str) -> dict[str, str] | None:
-    """version, release, target and options from a full archive's file name."""
+def parse_full_name(file_name: str) -> tuple[BuildSpec, str] | None:
+    """The build and the release a full archive's file name names; None when it is not
+    such a name. An unknown target or option raises a PyfreightError that names it."""
     match = _FULL_NAME.fullmatch(file_name)
-    return match.groupdict() if match else None
+    if match is None:
+        return None
+    return BuildSpec.named(match["version"], match["options"], match["target"]), match["release"]

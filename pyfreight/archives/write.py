@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,9 +37,10 @@ from pyfreight.archives.flavours import (
 )
 from pyfreight.container import images, libc_sysroot
 from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.cpython.build import CPythonBuild
+from pyfreight.cpython.build import CPythonBuild, build_cpython
 from pyfreight.cpython.buildinfo import read_build_info
 from pyfreight.cpython.relocate import installed_python_name
+from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import check_tree, tree_elf_facts
 from pyfreight.formats.tarball import extract, newest_mtime, read_member, walk_sorted, write_tar
@@ -50,7 +52,6 @@ from pyfreight.records import driver_code_digest, record_matches, write_record
 from pyfreight.sources.fetch import fetch_source
 from pyfreight.sources.recipes import Recipe, load_all
 from pyfreight.targets import Target
-from pyfreight.targets import target as target_of
 
 DESCRIBE_SCRIPT = IN_CONTAINER_DIR / "describe_python.py"
 # Where the tree is mounted while the interpreter describes itself: the prefix
@@ -86,8 +87,7 @@ class WrittenArchives:
 
 
 def archive_paths(build: CPythonBuild, dist: Path, release: str) -> dict[Flavour, Path]:
-    version, target, options = build.source.version, build.target, str(build.options)
-    return {f: dist / f.file_name(version, release, target, options) for f in FLAVOURS}
+    return {f: dist / f.file_name(build.spec, release) for f in FLAVOURS}
 
 
 def default_release(build: CPythonBuild, ws: Workspace) -> str:
@@ -97,7 +97,7 @@ def default_release(build: CPythonBuild, ws: Workspace) -> str:
 def distribution_key(build: CPythonBuild, release: str) -> str:
     """What the archives are made of: the build, the release tag, the images that
     describe and strip it, and the driver's own code (which lays the archives out)."""
-    spec, target = images.load_spec(), target_of(build.target)
+    spec, target = images.load_spec(), build.spec.target
     return json_sha256(
         {
             "build": build.key,
@@ -152,8 +152,8 @@ def _linked_libc(build: CPythonBuild, ws: Workspace, scratch: Path) -> tuple[Rec
     sysroot.libc_recipe, e.g. musl) and its license texts as archive members: the
     executable carries that library's code, so the archive carries its license. A
     dynamically linked interpreter uses the system's C library and bundles none."""
-    target = target_of(build.target)
-    recipe = libc_sysroot.libc_recipe(target) if build.options.static else None
+    target = build.spec.target
+    recipe = libc_sysroot.libc_recipe(target) if build.spec.options.static else None
     if recipe is None:
         return None, []
     members: Members = []
@@ -184,6 +184,27 @@ def _linked_libc(build: CPythonBuild, ws: Workspace, scratch: Path) -> tuple[Rec
     return recipe, members
 
 
+def ensure_distribution(
+    spec: BuildSpec,
+    ws: Workspace,
+    jobs: int,
+    *,
+    dist: Path | None = None,
+    release: str | None = None,
+    force: bool = False,
+    pgo_profile: Path | None = None,
+    check: Callable[[CPythonBuild], None] | None = None,
+) -> tuple[CPythonBuild, WrittenArchives]:
+    """The one way from a build's spec to its archives, for the command line, bench,
+    reproduce and the tests: CPython built (or reused), `check` run on the build before
+    anything is packed (check-install, which lives later in the flow, is handed in),
+    then the three archives written to `dist` (default: the workspace's) or reused."""
+    build = build_cpython(spec, ws, jobs=jobs, force=force, pgo_profile=pgo_profile)
+    if check is not None:
+        check(build)
+    return build, write_distribution(build, ws, ws.dist if dist is None else dist, release=release)
+
+
 def write_distribution(
     build: CPythonBuild, ws: Workspace, dist: Path, release: str | None = None
 ) -> WrittenArchives:
@@ -210,7 +231,7 @@ def write_distribution(
 
 def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Path]) -> WrittenArchives:
     tree, objects = build.tree, build.objects
-    target = target_of(build.target)
+    target = build.spec.target
     epoch = newest_mtime(ws.downloads / build.source.source.file) or 0
     python = installed_python_name(tree)
     say(f"dist: describing {tree.name}")
@@ -240,7 +261,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
         document = describe(
             facts=facts,
             info=info,
-            options=build.options,
+            options=build.spec.options,
             target=target,
             python_exe=f"install/bin/{python}",
             tree=tree,
@@ -311,7 +332,7 @@ def _sbom(
         for link in variant["links"]
         if link["name"] in libraries
     }
-    image = images.ensure_images(ws, target_of(build.target))
+    image = images.ensure_images(ws, build.spec.target)
     return sbom.checked(
         sbom.make_sbom(
             archive_name=archive_name,

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight.cpython.options import BuildOptions
+from pyfreight.cpython.spec import BuildSpec
 from pyfreight.embed.memory import static_code_refusal
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
 from pyfreight.python_json import checked_document
-from pyfreight.targets import Target
 
 # Speed goals: the memory binary's time as a fraction of the filesystem importer's.
 GOALS = {"stdlib import": 0.60, "start-up": 0.85}
@@ -220,13 +220,11 @@ def render(results: dict[str, Measurement], count: int, parts: dict[str, float])
     return "\n".join(lines), ratios
 
 
-def ensure_archive(ws: Workspace, minor: str | None, options: str, target: Target, jobs: int) -> Path:
+def ensure_archive(ws: Workspace, spec: BuildSpec, jobs: int) -> Path:
     """The full archive of that build in dist/, building and writing it when missing."""
-    from pyfreight.archives.write import write_distribution
-    from pyfreight.cpython.build import build_cpython
+    from pyfreight.archives.write import ensure_distribution
 
-    build = build_cpython(minor, options, target, ws, jobs=jobs)
-    return write_distribution(build, ws, ws.dist).full
+    return ensure_distribution(spec, ws, jobs)[1].full
 
 
 def ensure_memory_binary(

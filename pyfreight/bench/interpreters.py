@@ -12,9 +12,9 @@ from pathlib import Path
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import build_cpython
 from pyfreight.cpython.relocate import installed_python_name
+from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
-from pyfreight.targets import Target
 
 PROBE_MOUNT = "/probe"
 
@@ -26,14 +26,14 @@ class Interpreter:
     mount: Mount | None  # the install tree of a build of ours or of --against
 
 
-def ours(ws: Workspace, minor: str, options: list[str], target: Target, jobs: int) -> list[Interpreter]:
-    """Our builds of `minor` with each option string (built first when missing)."""
+def ours(ws: Workspace, specs: list[BuildSpec], jobs: int) -> list[Interpreter]:
+    """Our builds (built first when missing)."""
     found = []
-    for index, text in enumerate(options):
-        build = build_cpython(minor, text, target, ws, jobs=jobs)
+    for index, spec in enumerate(specs):
+        build = build_cpython(spec, ws, jobs=jobs)
         mount = f"/opt/ours{index}"
         python = f"{mount}/bin/{installed_python_name(build.tree)}"
-        found.append(Interpreter(str(build.options), python, Mount(build.tree, mount)))
+        found.append(Interpreter(str(spec.options), python, Mount(build.tree, mount)))
     return found
 
 

@@ -21,13 +21,11 @@ from pyfreight.bench.interpreters import Interpreter, against, ours, probe
 from pyfreight.bench.suite import BENCHMARKS_IN_WHEEL, ensure_tools, full_suite, load_suite
 from pyfreight.container import images
 from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.cpython.options import BuildOptions
-from pyfreight.cpython.versions import cpython_source
+from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import owned
 from pyfreight.logs import say, tail
 from pyfreight.paths import REPO_ROOT, Workspace
-from pyfreight.targets import Target
 
 # Targets of the performance issue, as time ratios (theirs / ours; above 1: ours faster).
 TARGET_OVER_NOOPT = 1.15  # geometric mean: at least 15% faster than our noopt
@@ -177,20 +175,18 @@ def _commit() -> dict:
 
 def run_bench(
     ws: Workspace,
-    minor: str | None,
-    target: Target,
+    specs: list[BuildSpec],
     jobs: int,
     *,
-    options: list[str],
     against_trees: list[str],
     suite_name: str = "subset",
     only: Sequence[str] = (),
     fast: bool = True,
 ) -> Path:
     # What the user named is checked before anything is fetched or built.
-    given = [against(spec, i) for i, spec in enumerate(against_trees)]
-    for text in options:
-        BuildOptions.parse(text)
+    given = [against(tree, i) for i, tree in enumerate(against_trees)]
+    if not specs or len({(s.version, s.target) for s in specs}) != 1:
+        raise PyfreightError("bench compares builds of one CPython version for one target")
     suite = load_suite()
     site = ensure_tools(ws, suite)
     if suite_name == "full":
@@ -205,10 +201,8 @@ def run_bench(
             f"no benchmark named {', '.join(unknown)} in the {suite_name} suite; known: {known}"
         )
     chosen = {n: benchmarks[n] for n in (only or benchmarks)}
-    src = cpython_source(minor)
-    minor = ".".join(src.version.split(".")[:2])
-
-    interpreters = ours(ws, minor, options, target, jobs) + given
+    minor, target = specs[0].minor, specs[0].target
+    interpreters = ours(ws, specs, jobs) + given
     debian = images.ensure_debian_python_image(ws, minor)
     if debian:
         image, version = debian
@@ -249,7 +243,7 @@ def run_bench(
 
     startup = set(suite["startup"])
     report = {
-        "python": src.version,
+        "python": specs[0].version,
         "suite": suite_name,
         "pyfreight": _commit(),
         "interpreters": labels,

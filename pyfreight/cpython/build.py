@@ -21,7 +21,8 @@ from pyfreight.cpython.setup_local import (
     render_setup_local,
     required_recipes,
 )
-from pyfreight.cpython.versions import CPythonSource, cpython_source
+from pyfreight.cpython.spec import BuildSpec
+from pyfreight.cpython.versions import CPythonSource
 from pyfreight.deps.recipe_build import Artifact
 from pyfreight.deps.scheduler import build_deps
 from pyfreight.errors import PyfreightError
@@ -48,28 +49,14 @@ PGO_PROFILE_INPUT = "/inputs/recipe/pgo.profdata"
 
 @dataclass(frozen=True)
 class CPythonBuild:
-    source: CPythonSource
-    options: BuildOptions
-    target: str
+    spec: BuildSpec  # what was built: version, options, target
+    source: CPythonSource  # its pinned source
     key: str  # the cache key: a hash of every input of the build
     tree: Path  # the relocatable install tree (install/ of the archive-to-be)
     artifact: Path  # deterministic tar of it
     profile: Path | None  # the merged PGO profile (pgo builds only)
     objects: Path  # the exported build folder: objects, config.c, Setup files, make's lists
     dependencies: dict[str, Path]  # recipe name -> artifact it linked
-
-
-def check_target_has(options: BuildOptions, target: Target) -> None:
-    """Refuses an option the target's data says it cannot have, with the data's reason."""
-    for feature, wanted in (("pgo", options.pgo), ("lto", options.lto)):
-        reason = target.unavailable_options.get(feature)
-        if wanted and reason:
-            raise PyfreightError(f"{target.triple} cannot be built {options}: {reason}")
-    if options.static and not target.static_linking:
-        raise PyfreightError(
-            f"{target.triple} cannot be built {options}: its C library ({target.libc}) is not linked "
-            "statically (glibc's name service and iconv load shared libraries); static is for musl targets"
-        )
 
 
 def _check_profile(options: BuildOptions, pgo_profile: Path | None) -> None:
@@ -90,20 +77,17 @@ def _check_profile(options: BuildOptions, pgo_profile: Path | None) -> None:
 
 
 def build_cpython(
-    minor: str | None,
-    options_text: str,
-    target: Target,
+    spec: BuildSpec,
     ws: Workspace,
     jobs: int,
     force: bool = False,
     pgo_profile: Path | None = None,
 ) -> CPythonBuild:
-    """Builds (or reuses) CPython `minor` with `options`. A pgo build trains in the
-    container and keeps the merged profile beside the tree; given `pgo_profile`, it
-    skips training and rebuilds from that profile instead."""
-    src = cpython_source(minor)
-    options = BuildOptions.parse(options_text)
-    check_target_has(options, target)
+    """Builds (or reuses) the build `spec` names. A pgo build trains in the container and
+    keeps the merged profile beside the tree; given `pgo_profile`, it skips training and
+    rebuilds from that profile instead."""
+    src, options, target = spec.source(), spec.options, spec.target
+    spec.check_target_has()
     _check_profile(options, pgo_profile)
     tarball = fetch_source(src.source, ws.downloads, log=say)
     origin = f"{src.top_dir}/Modules/Setup.stdlib.in"
@@ -115,17 +99,16 @@ def build_cpython(
     if not target.native:
         machine = build_machine_target()
         say(f"cpython {src.version} {options}: for {target.triple}; build python: {machine.triple} noopt")
-        build_python = build_cpython(minor, "noopt", machine, ws, jobs)
+        build_python = build_cpython(BuildSpec(spec.version, BuildOptions.parse("noopt"), machine), ws, jobs)
     image = images.ensure_images(ws, target)
     job = _cpython_job(src, options, target, setup_local, deps.artifacts, pgo_profile, build_python)
     key = job_key(job, image, target)
 
-    stem = f"cpython-{src.version}-{options}-{target.triple}".replace("+", "_")
+    stem = spec.folder_stem
     dependencies = {name: a.path for name, a in sorted(deps.artifacts.items())}
     build = CPythonBuild(
+        spec=spec,
         source=src,
-        options=options,
-        target=target.triple,
         key=key,
         tree=ws.build / stem,
         artifact=ws.build / f"{stem}.tar",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote
 
@@ -26,6 +26,8 @@ from pyfreight.archives.flavours import (
     Flavour,
     parse_full_name,
 )
+from pyfreight.cpython.options import BuildOptions
+from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import read_member
 from pyfreight.hashing import file_sha256
@@ -43,18 +45,16 @@ PREFERENCE = ("pgo+lto", "lto", "pgo", "noopt")
 class Build:
     """One build's three archives and what its full archive says of itself."""
 
-    version: str
+    spec: BuildSpec
     release: str
-    target: str
-    options: str
     archives: dict[str, Path]  # flavour name -> file
     document: dict  # PYTHON.json
     sbom: dict
 
 
-def _files_of(full: Path) -> tuple[dict[str, str], dict[str, Path]]:
-    """A full archive's name parts and its build's three archives, by flavour name;
-    nothing is read from them yet."""
+def _files_of(full: Path) -> tuple[tuple[BuildSpec, str], dict[str, Path]]:
+    """The build and release a full archive's name names, and the build's three archives
+    by flavour name; nothing is read from them yet."""
     parsed = parse_full_name(full.name)
     if parsed is None:
         raise PyfreightError(
@@ -62,7 +62,7 @@ def _files_of(full: Path) -> tuple[dict[str, str], dict[str, Path]]:
         )
     archives = {}
     for flavour in FLAVOURS:
-        path = full.with_name(flavour.file_name(**parsed))
+        path = full.with_name(flavour.file_name(*parsed))
         if not path.is_file():
             raise PyfreightError(
                 f"{path.name} is missing beside {full.name}: run `pyfreight dist` for that build"
@@ -71,7 +71,7 @@ def _files_of(full: Path) -> tuple[dict[str, str], dict[str, Path]]:
     return parsed, archives
 
 
-def _build_of(parsed: dict[str, str], archives: dict[str, Path]) -> Build:
+def _build_of(parsed: tuple[BuildSpec, str], archives: dict[str, Path]) -> Build:
     """What a validated build's full archive says of itself."""
     full = archives[FULL.name]
     try:
@@ -79,19 +79,16 @@ def _build_of(parsed: dict[str, str], archives: dict[str, Path]) -> Build:
         sbom = json.loads(read_member(full, SBOM))
     except (KeyError, ValueError) as exc:
         raise PyfreightError(f"{full.name}: no readable {exc} (run `pyfreight validate` on it)") from exc
-    return Build(
-        parsed["version"], parsed["release"], parsed["target"], parsed["options"], archives, document, sbom
-    )
+    return Build(*parsed, archives, document, sbom)
 
 
-def _uv_variant(options: str) -> tuple[str, int] | None:
+def _uv_variant(options: BuildOptions) -> tuple[str, int] | None:
     """uv's variant for a build's options ("" for the default) and its preference rank;
     None for a build uv is not pointed at."""
-    if options == "debug":
+    if str(options) == "debug":
         return "debug", 0
-    variant, base = "", options
-    if options.startswith("freethreaded+"):
-        variant, base = "freethreaded", options.removeprefix("freethreaded+")
+    variant = "freethreaded" if options.freethreaded else ""
+    base = str(replace(options, freethreaded=False))
     return (variant, PREFERENCE.index(base)) if base in PREFERENCE else None
 
 
@@ -100,24 +97,24 @@ def _uv_entries(builds: list[Build], url_of: dict[str, str], sha_of: dict[str, s
     build's install_only_stripped archive (default variant) or install_only archive."""
     chosen: dict[str, tuple[int, Build, Flavour, str]] = {}
     for build in builds:
-        found = _uv_variant(build.options)
+        found = _uv_variant(build.spec.options)
         if found is None:
             continue
         variant, rank = found
-        arch, libc = build.target.split("-")[0], build.target.split("-", 3)[3]
-        key = f"cpython-{build.version}{'+' + variant if variant else ''}-linux-{arch}-{libc}"
+        os_, arch, libc = build.spec.target.uv_platform
+        key = f"cpython-{build.spec.version}{'+' + variant if variant else ''}-{os_}-{arch}-{libc}"
         flavour = INSTALL_ONLY if variant else INSTALL_ONLY_STRIPPED
         if key not in chosen or rank < chosen[key][0]:
             chosen[key] = (rank, build, flavour, variant)
     entries = {}
     for key, (_, build, flavour, variant) in sorted(chosen.items()):
-        major, minor, patch = (int(part) for part in build.version.split(".")[:3])
+        major, minor, patch = (int(part) for part in build.spec.version.split(".")[:3])
         name = build.archives[flavour.name].name
         entries[key] = {
             "name": "cpython",
-            "arch": {"family": build.target.split("-")[0], "variant": None},
-            "os": "linux",
-            "libc": build.target.split("-", 3)[3],
+            "arch": {"family": build.spec.target.uv_platform[1], "variant": None},
+            "os": build.spec.target.uv_platform[0],
+            "libc": build.spec.target.uv_platform[2],
             "major": major,
             "minor": minor,
             "patch": patch,
@@ -140,12 +137,14 @@ def _notes(tag: str, builds: list[Build], sizes: dict[str, int]) -> str:
     for build in builds:
         for path in build.archives.values():
             size = f"{sizes[path.name] / 1e6:.1f} MB"
-            lines.append(f"| `{path.name}` | {build.target} | {build.version} | {build.options} | {size} |")
+            spec = build.spec
+            row = (f"`{path.name}`", spec.target.triple, spec.version, str(spec.options), size)
+            lines.append(f"| {' | '.join(row)} |")
     for build in builds:
         tools = build.sbom.get("metadata", {}).get("tools", {}).get("components", [])
         image = next((f"{t['name']}:{t['version']}" for t in tools if t.get("type") == "platform"), "?")
         crt = ", ".join(build.document.get("crt_features", []))
-        lines += ["", f"## {build.target} {build.options}", ""]
+        lines += ["", f"## {build.spec.target.triple} {build.spec.options}", ""]
         lines += [f"- C library: {crt}", f"- build image: `{image}`", ""]
         lines += ["| component | version | license |", "| --- | --- | --- |"]
         for component in build.sbom.get("components", []):
@@ -168,7 +167,7 @@ def make_release(fulls: list[Path], out: Path, tag: str, base_url: str) -> Path:
     for parsed, archives in files:
         for path in archives.values():
             say(f"release: validating {path.name}")
-            problems = validate(path, parsed["target"])
+            problems = validate(path, parsed[0].target.triple)
             if problems:
                 more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
                 failed.append(f"{path.name}: {problems[0]}{more}")
@@ -197,9 +196,9 @@ def make_release(fulls: list[Path], out: Path, tag: str, base_url: str) -> Path:
             "archives": [
                 {
                     "name": path.name,
-                    "target": build.target,
-                    "version": build.version,
-                    "options": build.options,
+                    "target": build.spec.target.triple,
+                    "version": build.spec.version,
+                    "options": str(build.spec.options),
                     "flavour": flavour,
                     "size": sizes[path.name],
                     "sha256": sha_of[path.name],

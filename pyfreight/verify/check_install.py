@@ -23,7 +23,7 @@ from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.records import driver_code_digest, record_matches, write_record
-from pyfreight.targets import target as target_of
+from pyfreight.targets import Target
 from pyfreight.verify.test_suite import TEST_SUITE_FILE, load_test_suite
 
 CHECK_SCRIPT = IN_CONTAINER_DIR / "interpreter_checks.py"
@@ -86,15 +86,16 @@ def check_debian_test_suite(ws: Workspace, minor: str, tests: str) -> bool:
     return run(spec, check=False).ok
 
 
-def check_install(tree: Path, ws: Workspace, tests: str = "subset") -> bool:
-    """Runs every check; prints a line per check; True when all passed."""
+def check_install(tree: Path, ws: Workspace, tests: str = "subset", target: Target | None = None) -> bool:
+    """Runs every check; prints a line per check; True when all passed. The target is the
+    build's when it is known, else the one the tree's interpreter was linked for."""
     tree = tree.resolve()
     python = installed_python_name(tree)
     if tests != "none" and not (tree / "lib" / python / "test").is_dir():
         raise PyfreightError(
             f"{tree} has no test package (install_only_stripped archives leave it out): use --tests none"
         )
-    target = tree_target(tree / "bin" / python)
+    target = target or tree_target(tree / "bin" / python)
     static = interpreter_identity(tree / "bin" / python)[1] is None
     facts, problems = check_tree(tree, target)
     newest = max((f.glibc for f in facts if f.glibc), default=None)
@@ -156,7 +157,7 @@ def check_build(build: CPythonBuild, ws: Workspace, tests: str = "subset") -> bo
         {
             "build": build.key,
             "tests": tests,
-            "runtime_image": runtime_tag(load_spec(), target_of(build.target)),
+            "runtime_image": runtime_tag(load_spec(), build.spec.target),
             "driver": driver_code_digest(),
             "test_suite": file_sha256(TEST_SUITE_FILE),
         }
@@ -166,7 +167,7 @@ def check_build(build: CPythonBuild, ws: Workspace, tests: str = "subset") -> bo
         say(f"check-install: passed before with the same inputs ({record.name})")
         return True
     record.unlink(missing_ok=True)
-    passed = check_install(build.tree, ws, tests=tests)
+    passed = check_install(build.tree, ws, tests=tests, target=build.spec.target)
     if passed:
         write_record(record, {"key": key, "passed": True, "tests": tests})
     return passed

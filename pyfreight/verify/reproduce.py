@@ -14,15 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight.archives.flavours import PYTHON_JSON, parse_full_name
-from pyfreight.archives.write import write_distribution
-from pyfreight.cpython.build import build_cpython
+from pyfreight.archives.write import ensure_distribution
+from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, read_member, scan
 from pyfreight.hashing import file_sha256, stream_sha256
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
-from pyfreight.targets import target
 
 
 @dataclass(frozen=True)
@@ -31,13 +30,14 @@ class Comparison:
     first_difference: str | None  # a member name, or what differs about the archives
 
 
-def parse_name(archive: Path) -> dict[str, str]:
-    fields = parse_full_name(archive.name)
-    if fields is None:
+def parse_name(archive: Path) -> tuple[BuildSpec, str]:
+    """The build and release a full archive's name names: what reproduce rebuilds."""
+    named = parse_full_name(archive.name)
+    if named is None:
         raise PyfreightError(
             f"{archive.name} is not a full archive name (cpython-VERSION+RELEASE-TRIPLE-OPTIONS-full.tar.zst)"
         )
-    return fields
+    return named
 
 
 def _member_digests(archive: Path, limits: Limits) -> list[tuple[str, str]]:
@@ -67,7 +67,7 @@ def compare(first: Path, second: Path, limits: Limits = DEFAULT_LIMITS) -> Compa
     return Comparison(False, "the members agree; the compressed bytes differ")
 
 
-def _check_described(archive: Path, fields: dict[str, str], limits: Limits) -> None:
+def _check_described(archive: Path, spec: BuildSpec, limits: Limits) -> None:
     """The archive's content must be a full archive whose PYTHON.json says what its
     name says: the rebuild is chosen from the name."""
     data = read_member(archive, PYTHON_JSON, limits)  # judges the whole archive first
@@ -79,20 +79,20 @@ def _check_described(archive: Path, fields: dict[str, str], limits: Limits) -> N
         raise PyfreightError(
             f"{archive.name}: no readable {PYTHON_JSON}; not a full archive ({exc})"
         ) from None
+    named = {"version": spec.version, "options": str(spec.options), "target": spec.target.triple}
     said = {
         "version": document.get("python_version"),
         "options": document.get("build_options"),
         "target": document.get("target_triple"),
     }
-    differ = [f"{k} {fields[k]} in the name, {v} in PYTHON.json" for k, v in said.items() if v != fields[k]]
+    differ = [f"{k} {named[k]} in the name, {v} in PYTHON.json" for k, v in said.items() if v != named[k]]
     if differ:
         raise PyfreightError(f"{archive.name}: the name and PYTHON.json disagree: {'; '.join(differ)}")
 
 
 def reproduce(archive: Path, ws: Workspace, jobs: int, limits: Limits = DEFAULT_LIMITS) -> Comparison:
-    fields = parse_name(archive)
-    _check_described(archive, fields, limits)
-    minor = ".".join(fields["version"].split(".")[:2])
+    spec, release = parse_name(archive)
+    _check_described(archive, spec, limits)
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("reproduce")) as tmp:
         fresh = Workspace(Path(tmp) / "build", Path(tmp) / "dist")
@@ -105,14 +105,11 @@ def reproduce(archive: Path, ws: Workspace, jobs: int, limits: Limits = DEFAULT_
                     shutil.copy(source, fresh.downloads / source.name)
         (fresh.build / "images").mkdir()
         profile = None
-        if "pgo" in fields["options"]:
+        if spec.options.pgo:
             profile = Path(tmp) / "pgo.profdata"
             profile.write_bytes(read_member(archive, "python/build/pgo.profdata", limits))
         say(f"reproduce: rebuilding {archive.name} from scratch in {fresh.build}")
-        build = build_cpython(
-            minor, fields["options"], target(fields["target"]), fresh, jobs=jobs, pgo_profile=profile
-        )
-        result = write_distribution(build, fresh, fresh.dist, release=fields["release"])
+        _, result = ensure_distribution(spec, fresh, jobs, release=release, pgo_profile=profile)
         if result.full.name != archive.name:
             raise PyfreightError(f"the rebuild is named {result.full.name}, not {archive.name}")
         return compare(archive, result.full, limits)

@@ -1,0 +1,95 @@
+"""A build, named once: the CPython version, the build options and the target. The
+command line resolves one from what a user typed and every step (build, archives,
+verify, publish, bench) receives it whole; each spelling of a build (its folder in
+build/, its make arguments, and, in archives/flavours.py, its archive names and their
+parsing) is made from this object, never parsed back from another spelling."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyfreight.cpython.options import BuildOptions
+from pyfreight.cpython.versions import CPythonSource, cpython_source
+from pyfreight.errors import PyfreightError
+from pyfreight.targets import Target, default_target, target
+
+# The Makefile's build targets, MAKE_NAME-SUFFIX, by the base option each builds.
+MAKE_SUFFIX = {"pgo+lto": "pgo", "lto": "lto", "noopt": "noopt", "debug": "debug"}
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    version: str  # the full CPython version, e.g. "3.14.7"
+    options: BuildOptions
+    target: Target
+
+    @classmethod
+    def resolve(cls, python: str | None, options: str, target_name: str | Target | None) -> BuildSpec:
+        """The build a user names: a pinned minor version (None: the default of
+        cpython/versions.yaml), an option string and a target by triple or make name
+        (None: the default target). Refuses, with the data's reason, an option the target
+        cannot have."""
+        if isinstance(target_name, Target):
+            chosen = target_name
+        else:
+            chosen = target(target_name) if target_name else default_target()
+        spec = cls(cpython_source(python).version, BuildOptions.parse(options), chosen)
+        spec.check_target_has()
+        return spec
+
+    @classmethod
+    def named(cls, version: str, options: str, triple: str) -> BuildSpec:
+        """The build another spelling names (an archive's name, PYTHON.json): every part
+        checked, none resolved against what is pinned."""
+        return cls(version, BuildOptions.parse(options), target(triple))
+
+    @property
+    def minor(self) -> str:
+        return ".".join(self.version.split(".")[:2])
+
+    def source(self) -> CPythonSource:
+        """The pinned source of this build's version; a build of another patch release
+        than the one pinned cannot be made here."""
+        pinned = cpython_source(self.minor)
+        if pinned.version != self.version:
+            raise PyfreightError(
+                f"CPython {self.version} is not pinned ({pinned.version} is, in cpython/versions.yaml): "
+                "it cannot be built here"
+            )
+        return pinned
+
+    def check_target_has(self) -> None:
+        """Refuses an option the target's data says it cannot have, with the data's reason."""
+        options, triple = self.options, self.target.triple
+        for feature, wanted in (("pgo", options.pgo), ("lto", options.lto)):
+            reason = self.target.unavailable_options.get(feature)
+            if wanted and reason:
+                raise PyfreightError(f"{triple} cannot be built {options}: {reason}")
+        if options.static and not self.target.static_linking:
+            raise PyfreightError(
+                f"{triple} cannot be built {options}: its C library ({self.target.libc}) is not linked "
+                "statically (glibc's name service and iconv load shared libraries); "
+                "static is for musl targets"
+            )
+
+    @property
+    def folder_stem(self) -> str:
+        """The name of the build's tree, artifact, record and log in build/."""
+        return f"cpython-{self.version}-{self.options}-{self.target.triple}".replace("+", "_")
+
+    def make_arguments(self) -> tuple[str, ...]:
+        """The make command line that builds this (README's `make MAKE_NAME-SUFFIX …`)."""
+        options = self.options
+        if options.base not in MAKE_SUFFIX:
+            raise PyfreightError(
+                f"build option {options} has no make target; bases are {', '.join(MAKE_SUFFIX)}"
+            )
+        arguments = [f"{self.target.make_name}-{MAKE_SUFFIX[options.base]}", f"CPYTHON={self.minor}"]
+        if options.freethreaded:
+            arguments.append("FREETHREADED=1")
+        if options.modifiers:
+            arguments.append("MODIFIERS=" + "+".join(options.modifiers))
+        return tuple(arguments)
+
+    def __str__(self) -> str:
+        return f"cpython {self.version} {self.options} for {self.target.triple}"
