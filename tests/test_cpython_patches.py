@@ -95,10 +95,26 @@ def test_every_patch_names_pinned_versions_and_says_why():
         assert patched_files(patch), f"{patch.name}: not a unified diff"
 
 
-def test_every_pinned_version_gets_the_venv_fix():
+def _fix(minor: str, name: str) -> Path:
+    """The patch of `minor` whose file name starts with `name` (one per version)."""
+    fixes = [p for p, v in CASES if v == minor and p.name.startswith(name)]
+    assert len(fixes) == 1, f"CPython {minor}: {name} patches {fixes}"
+    return fixes[0]
+
+
+@pytest.mark.parametrize("name", ["getpath-venv-home-symlink", "getpath-argv0-proc-self-exe"])
+def test_every_pinned_version_gets_each_getpath_fix(name):
     for minor in VERSIONS:
-        fixes = [p for p, v in CASES if v == minor and "Modules/getpath.py" in patched_files(p)]
-        assert len(fixes) == 1, f"CPython {minor}: getpath patches {fixes}"
+        assert "Modules/getpath.py" in patched_files(_fix(minor, name))
+
+
+@pytest.mark.parametrize("minor", sorted(VERSIONS))
+def test_a_versions_patches_apply_together_in_name_order(minor, tmp_path, pristine):
+    """As cpython/build.sh applies them: in name order, each exactly, onto the last."""
+    tree = extract(pristine[minor], tmp_path)
+    for patch in sorted((p for p, v in CASES if v == minor), key=lambda p: p.name):
+        done = apply(patch, tree)
+        assert done.returncode == 0, f"{patch.name}: " + done.stdout + done.stderr
 
 
 @pytest.mark.parametrize(("patch", "minor"), CASES, ids=[f"{p.stem}@{v}" for p, v in CASES])
@@ -108,10 +124,8 @@ def test_patch_applies_exactly(patch, minor, tmp_path, pristine):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def _getpath_case(getpath_py: Path, test_getpath_py: Path) -> dict[str, object]:
-    """Runs getpath.py, in CPython's own mock of a POSIX file system (its
-    test_getpath.py), for uv's layout: /home/u/.local/bin/python9.8 is a symlink into a
-    tree at /opt/tree built with prefix /install, and /v a venv made through it."""
+def _cpython_test_getpath(test_getpath_py: Path) -> types.ModuleType:
+    """CPython's own test_getpath.py, whose MockPosixNamespace mocks a POSIX file system."""
     support = types.ModuleType("test.support")
     support.verbose = False  # type: ignore[attr-defined]
     saved = {name: sys.modules.get(name) for name in ("test", "test.support")}
@@ -127,6 +141,14 @@ def _getpath_case(getpath_py: Path, test_getpath_py: Path) -> dict[str, object]:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = old
+    return module
+
+
+def _getpath_case(getpath_py: Path, test_getpath_py: Path) -> dict[str, object]:
+    """Runs getpath.py, in CPython's own mock of a POSIX file system, for uv's layout:
+    /home/u/.local/bin/python9.8 is a symlink into a tree at /opt/tree built with prefix
+    /install, and /v a venv made through it."""
+    module = _cpython_test_getpath(test_getpath_py)
     module.SOURCE = getpath_py.read_bytes()
     ns = module.MockPosixNamespace(argv0="/v/bin/python", PREFIX="/install")
     ns.add_known_xfile("/opt/tree/bin/python9.8")
@@ -145,7 +167,7 @@ def _getpath_case(getpath_py: Path, test_getpath_py: Path) -> dict[str, object]:
 
 @pytest.mark.parametrize("minor", sorted(VERSIONS))
 def test_venv_through_an_outside_symlink_finds_the_tree(minor, tmp_path, pristine):
-    [patch] = [p for p, v in CASES if v == minor and "Modules/getpath.py" in patched_files(p)]
+    patch = _fix(minor, "getpath-venv-home-symlink")
     names = ("Modules/getpath.py", "Lib/test/test_getpath.py")
     before = _getpath_case(*(extract(pristine[minor], tmp_path / "before") / n for n in names))
     assert before["base_prefix"] != "/opt/tree"  # the bug: /install or the other Python's /
@@ -161,6 +183,38 @@ def test_venv_through_an_outside_symlink_finds_the_tree(minor, tmp_path, pristin
             "/opt/tree/lib/python9.8/lib-dynload",
         ],
     }
+
+
+def _argv0_case(getpath_py: Path, test_getpath_py: Path, argv0: str, path: str) -> dict[str, object]:
+    """getpath.py in the mock for a start whose argv[0] does not lead to the interpreter:
+    the tree at /opt/tree (built with prefix /install) is what /proc/self/exe names, and
+    Debian's /usr/bin/python3 is another Python on PATH."""
+    module = _cpython_test_getpath(test_getpath_py)
+    module.SOURCE = getpath_py.read_bytes()
+    ns = module.MockPosixNamespace(argv0=argv0, PREFIX="/install", ENV_PATH=path)
+    ns.add_known_xfile("/opt/tree/bin/python9.8")
+    ns.add_known_file("/opt/tree/lib/python9.8/os.py")
+    ns.add_known_dir("/opt/tree/lib/python9.8/lib-dynload")
+    ns.add_known_link("/proc/self/exe", "/opt/tree/bin/python9.8")
+    ns.add_known_xfile("/usr/bin/python3")
+    ns.add_known_file("/usr/lib/python3.11/os.py")
+    result: dict[str, object] = module.getpath(ns, ["base_prefix", "executable"])
+    return result
+
+
+@pytest.mark.parametrize(
+    ("argv0", "path"), [("/dev/null", "/usr/bin"), ("python3", "/usr/bin"), ("py", "/no")]
+)
+@pytest.mark.parametrize("minor", sorted(VERSIONS))
+def test_a_start_with_a_misleading_argv0_finds_the_tree(minor, argv0, path, tmp_path, pristine):
+    names = ("Modules/getpath.py", "Lib/test/test_getpath.py")
+    before = _argv0_case(*(extract(pristine[minor], tmp_path / "before") / n for n in names), argv0, path)
+    assert before["base_prefix"] == "/install"  # the bug: the build-time prefix
+    tree = extract(pristine[minor], tmp_path / "after")
+    done = apply(_fix(minor, "getpath-argv0-proc-self-exe"), tree)
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = _argv0_case(*(tree / n for n in names), argv0, path)
+    assert after == {"base_prefix": "/opt/tree", "executable": "/opt/tree/bin/python9.8"}
 
 
 def _job(
@@ -191,7 +245,7 @@ def test_patches_are_in_the_cache_key(tmp_path, monkeypatch):
     patches = tmp_path / "cpython-patches"
     shutil.copytree(CPYTHON_PATCHES_DIR, patches)
     before = job_key(_job("3.14", patches, monkeypatch), IMAGE, default_target())
-    [patch] = [p for p in patches.glob("*.patch") if "3.14" in versions_of(p) and not options_of(p)]
+    patch = patches / _fix("3.14", "getpath-venv-home-symlink").name
     patch.write_text(patch.read_text().replace("Why:", "Why (reworded):", 1))
     assert job_key(_job("3.14", patches, monkeypatch), IMAGE, default_target()) != before
     # a patch for another version only does not change this version's key

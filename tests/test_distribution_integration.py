@@ -4,10 +4,13 @@ and the same bytes when everything is rebuilt from scratch."""
 
 from __future__ import annotations
 
+import subprocess
 import tarfile
+from pathlib import Path
 
 import pytest
 
+from pyfreight.formats.tarball import extract
 from pyfreight.formats.tarball import members as archive_members
 from pyfreight.python_json import schema_errors
 from tests.conftest import pyfreight_cli
@@ -93,6 +96,33 @@ def test_full_and_install_only_archives_run(dist):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "PASS  run_tests entry of PYTHON.json" in proc.stdout and "FAIL" not in proc.stdout
     assert "(full)" in proc.stderr and "(install_only)" in proc.stderr  # recognised from content
+
+
+@pytest.mark.parametrize(
+    ("argv0", "path"),
+    [
+        ("/dev/null", "/usr/bin:/bin"),  # a launcher that names the process freely
+        ("python3", "/usr/bin:/bin"),  # a bare name that PATH resolves to another Python (Debian's)
+        ("nosuch-python", "/nonexistent"),  # a bare name that PATH does not resolve at all
+    ],
+)
+def test_a_start_whose_argv0_does_not_lead_to_the_interpreter_finds_its_stdlib(dist, tmp_path, argv0, path):
+    """`exec -a NAME python/bin/python3` from an extracted install_only archive: the
+    stdlib is found from the file the kernel started, and sys.executable names that file."""
+    extract(dist.install_only, tmp_path)
+    python = tmp_path / "python" / "bin" / "python3"
+    probe = "import encodings, os, sys; print(sys.executable); print(os.path.realpath(sys.prefix))"
+    ran = subprocess.run(
+        ["/bin/bash", "-c", f'exec -a "$1" "$0" -c "{probe}"', str(python), argv0],
+        capture_output=True,
+        text=True,
+        env={"PATH": path},
+        cwd=tmp_path,
+    )
+    assert ran.returncode == 0, ran.stderr
+    executable, prefix = ran.stdout.split()
+    assert Path(executable).resolve() == python.resolve()
+    assert prefix == str((tmp_path / "python").resolve())
 
 
 def test_stripped_archive_runs_with_the_default_tests(dist):

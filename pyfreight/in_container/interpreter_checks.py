@@ -296,11 +296,15 @@ def _hashlib() -> None:
     assert _hashlib.new("sha3_256", b"abc").hexdigest()
 
 
-@check("tkinter creates a Tcl interpreter")
+@check("tkinter creates a Tcl interpreter and leaves os.environ as it was")
 def _tkinter() -> str:
+    before = dict(os.environ)
     import tkinter
 
     tcl = tkinter.Tcl()
+    # Tcl is told where its library is while it starts, not through variables left
+    # behind for every child process to inherit.
+    assert dict(os.environ) == before, sorted(set(os.environ.items()) ^ set(before.items()))
     assert tcl.eval("expr {6 * 7}") == "42"
     library = tcl.eval("info library")
     assert Path(library).is_dir(), library
