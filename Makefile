@@ -1,6 +1,6 @@
 # Thin front door: every target sets up what it needs (scripts/setup.sh) and calls
-# the driver. Variables: CPYTHON (the pinned CPython minor version to build, default
-# 3.14), TARGET (a triple or make name of targets/*.yaml; default: the one marked
+# the driver. Variables: CPYTHON (the pinned CPython minor version to build; default:
+# the driver's, cpython/versions.yaml `default`), TARGET (a triple or make name of targets/*.yaml; default: the one marked
 # default there), ARGS (extra arguments for the driver).
 SHELL := /bin/bash
 PYFREIGHT := .venv/bin/pyfreight
@@ -9,7 +9,8 @@ target_flag = $(if $(TARGET),--target $(TARGET),)
 # CPYTHON names a CPython version, never the host's interpreter (scripts/setup.sh reads
 # PYFREIGHT_HOST_PYTHON for that). `make … PYTHON=3.13` on the command line is accepted
 # too; a PYTHON exported by the shell (often a path to an interpreter) is not read.
-CPYTHON ?= $(if $(filter command line,$(origin PYTHON)),$(PYTHON),3.14)
+CPYTHON ?= $(if $(filter command line,$(origin PYTHON)),$(PYTHON),)
+python_flag = $(if $(CPYTHON),--python $(CPYTHON),)
 # FREETHREADED=1 builds the free-threaded variant of any option; MODIFIERS=pie (or
 # another +-separated list, docs/performance.md) departs from the default code generation.
 FREETHREADED ?=
@@ -17,7 +18,7 @@ MODIFIERS ?=
 ARGS ?=
 variant = $(if $(FREETHREADED),freethreaded+,)$(1)$(if $(MODIFIERS),+$(MODIFIERS),)
 # $(1): the make name of a target (targets/*.yaml), $(2): the build option.
-build = $(PYFREIGHT) build --python $(CPYTHON) --target $(1) --options $(call variant,$(2)) $(ARGS)
+build = $(PYFREIGHT) build $(python_flag) --target $(1) --options $(call variant,$(2)) $(ARGS)
 
 # The CPython builds (pattern rules, below) are not .PHONY: make skips pattern rules
 # for phony targets.
@@ -80,11 +81,11 @@ linux-%-pgo: setup
 
 # Speed: pyperformance subset, our pgo+lto and noopt vs Debian's python (table + JSON).
 bench: setup
-	$(PYFREIGHT) bench --python $(CPYTHON) $(target_flag) $(ARGS)
+	$(PYFREIGHT) bench $(python_flag) $(target_flag) $(ARGS)
 
 # Whole-stdlib import from memory vs the filesystem, on the pgo+lto archive (table + JSON).
 bench-import: setup
-	$(PYFREIGHT) bench-import --python $(CPYTHON) $(target_flag) --pie-both $(ARGS)
+	$(PYFREIGHT) bench-import $(python_flag) $(target_flag) --pie-both $(ARGS)
 
 clean:
 	rm -rf build dist

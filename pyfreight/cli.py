@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyfreight import interrupts, toolchain
+from pyfreight.cpython.options import BASE_OPTIONS
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, MAX_RATIO, Limits
 from pyfreight.leftovers import sweep
@@ -311,12 +312,17 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
 def _shared_options() -> dict[str, argparse.ArgumentParser]:
     """Options several subcommands take, declared once (argparse parents)."""
     python = argparse.ArgumentParser(add_help=False)
-    python.add_argument("--python", default=None, help="CPython minor version, e.g. 3.13 (default: 3.14)")
+    python.add_argument(
+        "--python",
+        default=None,
+        help="a pinned CPython minor version, e.g. 3.13 (default: cpython/versions.yaml's default)",
+    )
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument(
         "--options",
         default="pgo+lto",
-        help="noopt, debug, lto, pgo or pgo+lto, optionally freethreaded+… (default: %(default)s)",
+        help=f"{', '.join(BASE_OPTIONS)}, optionally freethreaded+… and +modifiers "
+        "(docs/performance.md; default: %(default)s)",
     )
     # --python, --options and --target together name one build (args.spec).
     options.set_defaults(names_a_build=True)

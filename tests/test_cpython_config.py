@@ -1,10 +1,15 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from pyfreight.cpython.options import BuildOptions, compiler_env, configure_args
+from pyfreight.cpython.versions import cpython_source
 from pyfreight.errors import PyfreightError
 from pyfreight.targets import all_targets, default_target
+
+V313, V314 = cpython_source("3.13"), cpython_source("3.14")
 
 
 @pytest.mark.parametrize(
@@ -19,7 +24,7 @@ from pyfreight.targets import all_targets, default_target
     ],
 )
 def test_configure_args_per_option(text, expected, absent):
-    args = configure_args("3.14.7", BuildOptions.parse(text), default_target())
+    args = configure_args(V314, BuildOptions.parse(text), default_target())
     for arg in expected:
         assert arg in args
     for arg in absent:
@@ -28,20 +33,19 @@ def test_configure_args_per_option(text, expected, absent):
     assert str(BuildOptions.parse(text)) == text
 
 
-def test_tail_call_interpreter_only_from_3_14():
-    assert "--with-tail-call-interp" in configure_args(
-        "3.14.7", BuildOptions.parse("noopt"), default_target()
-    )
+def test_tail_call_interpreter_where_the_release_has_it():
+    assert "--with-tail-call-interp" in configure_args(V314, BuildOptions.parse("noopt"), default_target())
     assert "--with-tail-call-interp" not in configure_args(
-        "3.13.15", BuildOptions.parse("noopt"), default_target()
+        V313, BuildOptions.parse("noopt"), default_target()
     )
 
 
 def test_bad_options_are_named():
     with pytest.raises(PyfreightError, match="unknown build option 'fast'"):
         BuildOptions.parse("fast")
-    with pytest.raises(PyfreightError, match=r"3\.13 or newer"):
-        configure_args("3.12.9", BuildOptions.parse("freethreaded+noopt"), default_target())
+    without = replace(V313, features=frozenset())
+    with pytest.raises(PyfreightError, match=r"CPython 3\.13\.15 has no free-threaded build"):
+        configure_args(without, BuildOptions.parse("freethreaded+noopt"), default_target())
 
 
 def test_recorded_flags_are_host_safe():
@@ -74,10 +78,8 @@ def test_modifiers_change_the_flags_they_name():
     assert "-fstack-protector" in ssp["CFLAGS"].split() and "-fstack-protector-strong" not in ssp["CFLAGS"]
     nocet = compiler_env(BuildOptions.parse("pgo+lto+nocet"), default_target())
     assert "-fcf-protection" in default["CFLAGS"] and "-fcf-protection" not in nocet["CFLAGS"]
-    assert "--with-lto=full" in configure_args(
-        "3.14.7", BuildOptions.parse("pgo+lto+fulllto"), default_target()
-    )
-    assert "--with-lto=thin" in configure_args("3.14.7", BuildOptions.parse("lto"), default_target())
+    assert "--with-lto=full" in configure_args(V314, BuildOptions.parse("pgo+lto+fulllto"), default_target())
+    assert "--with-lto=thin" in configure_args(V314, BuildOptions.parse("lto"), default_target())
     # every hardening the issue keeps stays whatever the modifiers say
     for env in (default, pie, ssp, nocet):
         assert "-D_FORTIFY_SOURCE=2" in env["CFLAGS"] and "-z,now" in env["LDFLAGS"]
@@ -119,11 +121,11 @@ def test_a_foreign_target_is_cross_configured_with_its_answers():
     """A target this machine does not run natively is configured as a cross build with
     the build python and the answers of its target file; the native one is not."""
     foreign = next(t for t in all_targets().values() if not t.native)
-    args = configure_args("3.14.7", BuildOptions.parse("lto"), foreign)
+    args = configure_args(V314, BuildOptions.parse("lto"), foreign)
     assert f"--host={foreign.clang_triple}" in args
     assert any(a.startswith("--with-build-python=") and a.endswith("/bin/python3.14") for a in args)
     assert {f"{k}={v}" for k, v in foreign.cpython_configure_answers.items()} <= set(args)
-    native = configure_args("3.14.7", BuildOptions.parse("lto"), default_target())
+    native = configure_args(V314, BuildOptions.parse("lto"), default_target())
     # a native build answers nothing for the target; only which compiler it is (clang)
     assert not any(a.startswith(("--host=", "--with-build-python=")) for a in native)
     assert [a for a in native if a.startswith("ac_cv_")] == ["ac_cv_cc_name=clang"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -345,3 +346,38 @@ def test_an_empty_file_is_refused(tmp_path):
     path.write_text("# nothing yet\n")
     with pytest.raises(PyfreightError, match=r"\(top level\): None is not of type 'object'"):
         load_yaml(path, "images.schema.json")
+
+
+def _option_pattern(schema: str, *path: str) -> str:
+    node = json.loads((SCHEMA_DIR / schema).read_text())
+    for key in path:
+        node = node[key]
+    return str(node["pattern"])
+
+
+def test_the_schemas_option_patterns_accept_what_options_py_builds():
+    """PYTHON.json's build_options and a target's release_options name builds the way
+    cpython/options.py parses them: every base and modifier it knows, and nothing else."""
+    from pyfreight.cpython.options import BASE_OPTIONS, MODIFIERS, BuildOptions
+    from pyfreight.cpython.spec import MAKE_SUFFIX
+
+    described = _option_pattern("PYTHON.json.schema.json", "properties", "build_options")
+    released = _option_pattern("target.schema.json", "properties", "release_options", "items")
+    valid = [
+        f"{prefix}{base}{'+' + modifier if modifier else ''}"
+        for prefix in ("", "freethreaded+")
+        for base in BASE_OPTIONS
+        for modifier in ("", *MODIFIERS)
+    ]
+    for text in valid:
+        try:
+            options = BuildOptions.parse(text)
+        except PyfreightError:
+            continue  # e.g. a modifier that is the default, or fulllto without lto
+        assert re.fullmatch(described, str(options)), str(options)
+        if options.base in MAKE_SUFFIX:
+            assert re.fullmatch(released, str(options)), str(options)
+    for wrong in ("fast", "noopt+nosuch", "lto+", "pgo+lto+pgo+lto"):
+        assert not re.fullmatch(described, wrong), wrong
+    # a release names only builds a make target makes
+    assert not re.fullmatch(released, "pgo") and not re.fullmatch(released, "freethreaded+pgo")

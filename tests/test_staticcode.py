@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from pyfreight.cpython.versions import versions_with
 from pyfreight.memimport import blobformat as bf
 from pyfreight.memimport import staticcode
 from pyfreight.memimport.staticcode import Code, FrozenSet, MarshalReader, RuntimeObjects
@@ -131,3 +132,11 @@ def test_other_interpreters_are_refused_in_one_line(tmp_path):
         "staticcode.py: static code objects are made for CPython 3.13 to 3.15 default"
     )
     assert not (tmp_path / "o.c").exists()
+
+
+def test_the_generator_lays_out_the_versions_the_data_names():
+    """staticcode.py runs under the archive's interpreter and cannot read cpython/versions.yaml:
+    its own list must be the versions the data gives the static_code feature."""
+    assert [f"{major}.{minor}" for major, minor in staticcode.LAID_OUT_VERSIONS] == versions_with(
+        "static_code"
+    )

@@ -77,3 +77,15 @@ def test_every_matrix_command_is_one_make_accepts_and_builds_that_option(row):
     assert words[words.index("--options") + 1] == row["options"]
     assert words[words.index("--python") + 1] == row["cpython"]
     assert target(words[words.index("--target") + 1]).triple == row["target"]
+
+
+def test_make_leaves_the_default_version_to_the_driver():
+    """make names a CPython version only when the user did: cpython/versions.yaml's default
+    is the one default, not a second one written in the Makefile."""
+    plain = subprocess.run(["make", "-n", "linux-x86_64-noopt"], cwd=REPO, capture_output=True, text=True)
+    build = [line for line in plain.stdout.splitlines() if " build " in line]
+    assert build and "--python" not in build[-1], plain.stdout
+    chosen = subprocess.run(
+        ["make", "-n", "linux-x86_64-noopt", "CPYTHON=3.13"], cwd=REPO, capture_output=True, text=True
+    )
+    assert "--python 3.13 " in chosen.stdout, chosen.stdout

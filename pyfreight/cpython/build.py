@@ -188,7 +188,7 @@ def _cpython_job(
         "INSTALL_DIR": INSTALL_PREFIX,  # not INSTALL: configure reads that as a program
         "PY_TARBALL": src.source.file,
         "PY_TOPDIR": src.top_dir,
-        "CONFIGURE_ARGS": "\n".join(configure_args(src.version, options, target)),
+        "CONFIGURE_ARGS": "\n".join(configure_args(src, options, target)),
         "OUTPUT_DIR": OUTPUT_DIR,
         "PGO_PROFILE": PGO_PROFILE_INPUT if pgo_profile else "",
     }

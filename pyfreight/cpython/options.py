@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pyfreight import toolchain
+from pyfreight.cpython.versions import CPythonSource, versions_with
 from pyfreight.errors import PyfreightError
 from pyfreight.targets import Target
 
@@ -117,17 +118,15 @@ class BuildOptions:
         return replace(DEFAULT_CODEGEN, **changes)
 
 
-def _minor(version: str) -> tuple[int, int]:
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
-
-
-def configure_args(version: str, options: BuildOptions, target: Target) -> list[str]:
-    """./configure arguments for CPython `version` (e.g. "3.14.7") built with `options`
-    for `target` (cpython/build.sh adds --build for a cross build)."""
-    minor = _minor(version)
-    if options.freethreaded and minor < (3, 13):
-        raise PyfreightError(f"free-threading needs CPython 3.13 or newer, not {version}")
+def configure_args(source: CPythonSource, options: BuildOptions, target: Target) -> list[str]:
+    """./configure arguments for the pinned CPython `source` built with `options` for
+    `target` (cpython/build.sh adds --build for a cross build). What the release can be
+    built with is its `features` in cpython/versions.yaml, not a version comparison."""
+    if options.freethreaded and "freethreading" not in source.features:
+        raise PyfreightError(
+            f"CPython {source.version} has no free-threaded build (cpython/versions.yaml features); "
+            f"pinned releases that have: {', '.join(versions_with('freethreading'))}"
+        )
     args = [
         f"--prefix={INSTALL_PREFIX}",
         # Our expat and mpdecimal (from recipes), not the copies bundled in the source.
@@ -158,10 +157,10 @@ def configure_args(version: str, options: BuildOptions, target: Target) -> list[
         # target programs to find out.
         args += [
             f"--host={target.clang_triple}",
-            f"--with-build-python={BUILD_PYTHON_PREFIX}/bin/python{minor[0]}.{minor[1]}",
+            f"--with-build-python={BUILD_PYTHON_PREFIX}/bin/python{source.minor}",
             *(f"{name}={value}" for name, value in sorted(target.cpython_configure_answers.items())),
         ]
-    if minor >= (3, 14) and options.base != "debug":
+    if "tail_call_interpreter" in source.features and options.base != "debug":
         # clang 19's musttail: the interpreter's opcode handlers call each other.
         args.append("--with-tail-call-interp")
     return args

@@ -18,6 +18,7 @@ class CPythonSource:
     version: str
     top_dir: str
     source: Source
+    features: frozenset[str]  # what the release can be built with (versions.yaml `features`)
 
 
 def load_versions() -> tuple[str, dict[str, CPythonSource]]:
@@ -27,7 +28,8 @@ def load_versions() -> tuple[str, dict[str, CPythonSource]]:
         s = entry["source"]
         debian = DebianLocation(**s["debian"]) if "debian" in s else None
         source = Source(s["file"], s["sha256"], s["size"], tuple(s["urls"]), debian)
-        found[str(minor)] = CPythonSource(str(minor), entry["version"], entry["top_dir"], source)
+        features = frozenset(entry["features"])
+        found[str(minor)] = CPythonSource(str(minor), entry["version"], entry["top_dir"], source, features)
     return str(data["default"]), found
 
 
@@ -37,3 +39,8 @@ def cpython_source(minor: str | None) -> CPythonSource:
     if minor not in versions:
         raise PyfreightError(f"no pinned CPython {minor}; pinned: {', '.join(sorted(versions))}")
     return versions[minor]
+
+
+def versions_with(feature: str) -> list[str]:
+    """The pinned minor versions whose release has `feature` (versions.yaml)."""
+    return [minor for minor, source in load_versions()[1].items() if feature in source.features]

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from pyfreight import memimport
 from pyfreight.cpython.options import BuildOptions
+from pyfreight.cpython.versions import versions_with
 from pyfreight.embed import application
 from pyfreight.embed.application import MainSpec
 from pyfreight.embed.link import EmbedPlan, Linker, build_libpython, link_executable
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say, tail
-from pyfreight.memimport.staticcode import LAID_OUT_VERSIONS
 
 
 @dataclass(frozen=True)
@@ -72,18 +72,17 @@ def pack_stdlib(
     return blob
 
 
-# The versions staticcode.py (and static_code.h) lay out, as PYTHON.json names them.
-STATIC_CODE_VERSIONS = tuple(f"{major}.{minor}" for major, minor in LAID_OUT_VERSIONS)
-
-
 def static_code_refusal(version: str, build_options: str) -> str | None:
     """Why --static-code does not apply to an archive of `version` and `build_options`
     (its layouts are those of default builds of the listed versions), or None when it does."""
     options = BuildOptions.parse(build_options)
-    if version in STATIC_CODE_VERSIONS and not options.freethreaded and options.base != "debug":
+    # The versions staticcode.py (and static_code.h) lay out: cpython/versions.yaml's
+    # static_code feature (tests/test_staticcode.py holds the generator to the same list).
+    laid_out = versions_with("static_code")
+    if version in laid_out and not options.freethreaded and options.base != "debug":
         return None
     return (
-        f"--static-code lays out the code objects of CPython {', '.join(STATIC_CODE_VERSIONS)} default "
+        f"--static-code lays out the code objects of CPython {', '.join(laid_out)} default "
         f"builds; this archive is {version} {options}: leave --static-code out"
     )
 
