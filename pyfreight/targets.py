@@ -53,6 +53,10 @@ class Target:
     runtime_tools: str | None = None  # platform/ recipe of the tools of a libc-only runtime image
     is_default: bool = False
 
+    def __hash__(self) -> int:
+        # The triple names the target (one file each); the mappings it holds cannot be hashed.
+        return hash(self.triple)
+
     @property
     def native(self) -> bool:
         """Whether this machine builds and runs the target's code as its own; any other

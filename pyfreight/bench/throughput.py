@@ -185,7 +185,7 @@ def run_bench(
 ) -> Path:
     # What the user named is checked before anything is fetched or built.
     given = [against(tree, i) for i, tree in enumerate(against_trees)]
-    if not specs or len({(s.version, s.target) for s in specs}) != 1:
+    if not specs or len({(s.version, s.target.triple) for s in specs}) != 1:
         raise PyfreightError("bench compares builds of one CPython version for one target")
     suite = load_suite()
     site = ensure_tools(ws, suite)
