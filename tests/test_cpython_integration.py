@@ -12,9 +12,9 @@ from pyfreight.cpython.build import build_cpython
 from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.cpython.setup_local import load_extension_data
 from pyfreight.cpython.spec import BuildSpec
-from pyfreight.formats.elf import check_tree
 from pyfreight.paths import default_workspace
 from pyfreight.targets import default_target
+from pyfreight.verify.elf_rules import check_tree
 from tests.conftest import pyfreight_cli
 
 pytestmark = pytest.mark.container

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pyfreight.targets import all_targets, default_target
-from pyfreight.verify.validate import _interpreter_problems, validate
+from pyfreight.verify.validate import _elf_problems, _interpreter_problems, validate
 
 HOST_BINARY = Path(shutil.which("ls") or "/bin/ls")  # built against the host's newer glibc
 
@@ -262,3 +262,31 @@ def test_a_static_interpreter_exports_nothing_but_its_sbom_names_the_c_library(t
     named = problems_with(["cpython", "musl"])
     assert not any("names no musl" in p.message for p in named), _messages(named)
     assert _has(named, "python/licenses/musl/", "no license text"), _messages(named)
+
+
+def test_shared_objects_are_held_to_the_hardening_and_export_rules(tmp_path):
+    """The rules over what formats/elf.py reads: a non-executable stack, RELRO, BIND_NOW,
+    no text relocations and no exported symbols of bundled libraries. A library linked
+    with each of them broken is named for every one; the same code linked hardened is not."""
+    source = tmp_path / "m.c"
+    # an absolute address in .text: with -z notext its relocation is applied to the text
+    absolute = '__asm__(".text\\n.quad counter\\n");\n'
+    source.write_text("int counter;\nint SSL_new_fake(void) { return ++counter; }\n" + absolute)
+    loose, hardened = tmp_path / "loose.so", tmp_path / "hardened.so"
+    common = ["gcc", "-shared", "-O2", str(source)]
+    subprocess.run(
+        [*common, "-fPIC", "-Wl,-z,execstack,-z,norelro,-z,lazy,-z,notext", "-o", loose], check=True
+    )
+    source.write_text("int counter;\nint SSL_new_fake(void) { return ++counter; }\n")
+    subprocess.run([*common, "-fPIC", "-Wl,-z,noexecstack,-z,relro,-z,now", "-o", hardened], check=True)
+    found = _messages(_elf_problems(loose, "python/install/lib/loose.so", default_target(), []))
+    for expected in (
+        "executable stack",
+        "no RELRO segment",
+        "no BIND_NOW",
+        "text relocations",
+        "exports symbols of bundled libraries",
+    ):
+        assert any(expected in m for m in found), (expected, found)
+    good = _messages(_elf_problems(hardened, "python/install/lib/hardened.so", default_target(), []))
+    assert good == ["python/install/lib/hardened.so: exports symbols of bundled libraries: SSL_new_fake"]

@@ -1,5 +1,7 @@
-"""ELF facts of an install tree: which system libraries each file needs, and the newest
-glibc symbol version it asks for."""
+"""Reading ELF files: what each needs of the system (libraries, the newest glibc symbol
+version), how it is linked and hardened, and which symbols it imports and exports. The
+one ELF reader of the driver; what is allowed is decided in verify/ (elf_rules.py,
+validate.py), not here."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
+from elftools.elf.constants import P_FLAGS
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
@@ -17,6 +20,9 @@ from elftools.elf.segments import InterpSegment
 from pyfreight.errors import PyfreightError
 from pyfreight.targets import Target, all_targets
 
+DF_BIND_NOW = 0x8  # DT_FLAGS
+DF_1_NOW = 0x1  # DT_FLAGS_1
+
 
 @dataclass(frozen=True)
 class ElfFacts:
@@ -24,32 +30,85 @@ class ElfFacts:
     machine: str  # e_machine, as pyelftools names it
     needed: tuple[str, ...]
     glibc: tuple[int, ...] | None  # newest GLIBC_x.y version needed
+    kind: str  # e_type: ET_EXEC, ET_DYN (PIEs and shared objects), ET_REL
+    loader: str | None  # PT_INTERP's file name; None: no loader (static, or a library)
+    executable_stack: bool  # no PT_GNU_STACK, or one marked executable
+    relro: bool  # a PT_GNU_RELRO segment
+    text_relocations: bool  # DT_TEXTREL
+    bind_now: bool  # DF_BIND_NOW, DF_1_NOW or DT_BIND_NOW (True without a dynamic section)
+    imported: frozenset[str]  # undefined .dynsym names
+    exported: frozenset[str]  # global and weak .dynsym names of default or protected visibility
 
 
 def elf_facts(path: Path, root: Path) -> ElfFacts | None:
+    """The facts of `path` (named relative to `root`), or None when it is not a readable ELF file."""
     with path.open("rb") as fh:
         if fh.read(4) != b"\x7fELF":
             return None
         fh.seek(0)
         try:
             elf = ELFFile(fh)
+            return _read(elf, str(path.relative_to(root)))
         except ELFError:
             return None
-        needed: list[str] = []
-        versions: list[tuple[int, ...]] = []
-        for section in elf.iter_sections():
-            if isinstance(section, DynamicSection):
-                # pyelftools sets `needed` on a DT_NEEDED tag with setattr, so its types do not know it.
-                needed += [t.needed for t in section.iter_tags() if t.entry.d_tag == "DT_NEEDED"]  # type: ignore[attr-defined]
-            if isinstance(section, GNUVerNeedSection):
-                for _, auxes in section.iter_versions():
-                    versions += [
-                        tuple(int(x) for x in aux.name[len("GLIBC_") :].split("."))
-                        for aux in auxes
-                        if aux.name.startswith("GLIBC_") and aux.name[6:7].isdigit()
-                    ]
-        machine = elf["e_machine"]
-    return ElfFacts(str(path.relative_to(root)), machine, tuple(needed), max(versions) if versions else None)
+
+
+def _read(elf: ELFFile, name: str) -> ElfFacts:
+    needed: list[str] = []
+    versions: list[tuple[int, ...]] = []
+    tags: dict[str, int] = {}
+    dynamic = False
+    for section in elf.iter_sections():
+        if isinstance(section, DynamicSection):
+            dynamic = True
+            # pyelftools sets `needed` on a DT_NEEDED tag with setattr, so its types do not know it.
+            needed += [t.needed for t in section.iter_tags() if t.entry.d_tag == "DT_NEEDED"]  # type: ignore[attr-defined]
+            tags |= {t.entry.d_tag: t.entry.d_val for t in section.iter_tags()}
+        if isinstance(section, GNUVerNeedSection):
+            for _, auxes in section.iter_versions():
+                versions += [
+                    tuple(int(x) for x in aux.name[len("GLIBC_") :].split("."))
+                    for aux in auxes
+                    if aux.name.startswith("GLIBC_") and aux.name[6:7].isdigit()
+                ]
+    segments = {segment["p_type"]: segment for segment in elf.iter_segments()}
+    interp = segments.get("PT_INTERP")
+    stack = segments.get("PT_GNU_STACK")
+    imported, exported = _dynamic_symbols(elf)
+    return ElfFacts(
+        path=name,
+        machine=elf["e_machine"],
+        needed=tuple(needed),
+        glibc=max(versions) if versions else None,
+        kind=elf["e_type"],
+        loader=Path(interp.get_interp_name()).name if isinstance(interp, InterpSegment) else None,
+        executable_stack=stack is None or bool(stack["p_flags"] & P_FLAGS.PF_X),
+        relro="PT_GNU_RELRO" in segments,
+        text_relocations="DT_TEXTREL" in tags,
+        bind_now=not dynamic
+        or bool(tags.get("DT_FLAGS", 0) & DF_BIND_NOW or tags.get("DT_FLAGS_1", 0) & DF_1_NOW)
+        or "DT_BIND_NOW" in tags,
+        imported=imported,
+        exported=exported,
+    )
+
+
+def _dynamic_symbols(elf: ELFFile) -> tuple[frozenset[str], frozenset[str]]:
+    table = elf.get_section_by_name(".dynsym")
+    if not isinstance(table, SymbolTableSection):
+        return frozenset(), frozenset()
+    imported, exported = set(), set()
+    for sym in table.iter_symbols():
+        if not sym.name:
+            continue
+        if sym["st_shndx"] == "SHN_UNDEF":
+            imported.add(sym.name)
+        elif sym["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK") and sym["st_other"]["visibility"] in (
+            "STV_DEFAULT",
+            "STV_PROTECTED",
+        ):
+            exported.add(sym.name)
+    return frozenset(imported), frozenset(exported)
 
 
 def object_glibc_references(data: bytes) -> dict[str, tuple[int, ...]]:
@@ -84,32 +143,6 @@ def tree_elf_facts(root: Path) -> list[ElfFacts]:
         for path in sorted(root.rglob("*"))
         if path.is_file() and not path.is_symlink() and (f := elf_facts(path, root))
     ]
-
-
-def check_tree(root: Path, target: Target) -> tuple[list[ElfFacts], list[str]]:
-    """All ELF files below root, and the problems found among them for `target`."""
-    facts, problems = tree_elf_facts(root), []
-    for f in facts:
-        if f.machine != target.elf_machine:
-            problems.append(f"{f.path}: is {f.machine}, not {target.elf_machine}")
-        extra = sorted(set(f.needed) - target.allowed_needed)
-        if extra:
-            problems.append(f"{f.path}: needs {', '.join(extra)}")
-        if (libc := libc_problem(f, target)) is not None:
-            problems.append(f"{f.path}: {libc}")
-    return facts, problems
-
-
-def libc_problem(facts: ElfFacts, target: Target) -> str | None:
-    """What is wrong with the C library versions an ELF file needs, for `target`."""
-    if facts.glibc is None:
-        return None
-    newest = ".".join(map(str, facts.glibc))
-    if target.libc != "glibc":
-        return f"needs GLIBC_{newest}, but {target.triple} is a {target.libc} target: it may need no glibc"
-    if facts.glibc > target.libc_ceiling:
-        return f"needs GLIBC_{newest}, newer than {target.ceiling_text} allowed for {target.triple}"
-    return None
 
 
 def interpreter_identity(executable: Path) -> tuple[str, str | None]:

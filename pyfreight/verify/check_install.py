@@ -18,12 +18,13 @@ from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import CPythonBuild
 from pyfreight.cpython.relocate import installed_python_name
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.elf import check_tree, interpreter_identity, tree_target
+from pyfreight.formats.elf import interpreter_identity, tree_target
 from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.records import driver_code_digest, record_matches, write_record
 from pyfreight.targets import Target
+from pyfreight.verify.elf_rules import check_tree
 from pyfreight.verify.test_suite import TEST_SUITE_FILE, load_test_suite
 
 CHECK_SCRIPT = IN_CONTAINER_DIR / "interpreter_checks.py"

@@ -13,12 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.constants import P_FLAGS
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
-
 from pyfreight.archives.describe import crt_features
 from pyfreight.archives.flavours import recognise
 from pyfreight.archives.sbom import sbom_errors
@@ -31,13 +25,13 @@ from pyfreight.formats.elf import (
     ElfFacts,
     elf_facts,
     interpreter_identity,
-    libc_problem,
     object_glibc_references,
     tree_target,
 )
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
 from pyfreight.python_json import schema_errors
 from pyfreight.targets import Target, all_targets, default_target, known_names
+from pyfreight.verify.elf_rules import libc_problem
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
 
@@ -49,8 +43,6 @@ BUNDLED_SYMBOL_PREFIXES = (
     "initscr", "newwin", "tgetent", "zlibVersion",
 )  # fmt: skip
 REQUIRED_EXPORTS = ("Py_Initialize", "PyList_New", "PyModule_Create2", "PyArg_ParseTuple")
-DF_BIND_NOW = 0x8
-DF_1_NOW = 0x1
 
 
 @dataclass(frozen=True)
@@ -190,10 +182,10 @@ def _licenses(root: Path) -> list[Problem]:
 def _elf_problems(path: Path, member: str, spec: Target, found: list[ElfFacts]) -> list[Problem]:
     """The ELF rules for one file (nothing for a file that is not ELF); its facts are
     appended to `found`, for the rules about the whole tree."""
-    target = spec.triple
     facts = elf_facts(path, path.parent)
     if facts is None:
-        return []
+        with path.open("rb") as fh:
+            return [Problem(member, "unreadable ELF")] if fh.read(4) == b"\x7fELF" else []
     found.append(facts)
     problems = []
     extra = sorted(set(facts.needed) - spec.allowed_needed)
@@ -201,25 +193,18 @@ def _elf_problems(path: Path, member: str, spec: Target, found: list[ElfFacts]) 
         problems.append(Problem(member, f"needs libraries outside the allow-list: {', '.join(extra)}"))
     if (libc := libc_problem(facts, spec)) is not None:
         problems.append(Problem(member, libc))
-    with path.open("rb") as fh:
-        try:
-            elf = ELFFile(fh)
-        except ELFError as exc:
-            return [*problems, Problem(member, f"unreadable ELF: {exc}")]
-        if elf["e_machine"] != spec.elf_machine:
-            problems.append(Problem(member, f"machine {elf['e_machine']}, not {spec.elf_machine} ({target})"))
-        if elf["e_type"] not in ("ET_EXEC", "ET_DYN"):
-            return problems  # an object file (e.g. the config folder's python.o): nothing runs it as is
-        problems += _hardening(elf, member)
-        exported = _exported_symbols(elf)
-        # A program with no loader (fully static) cannot load extension modules at
-        # all, so it has no C API to export for them.
-        loads_modules = any(seg["p_type"] == "PT_INTERP" for seg in elf.iter_segments())
-    bundled = sorted(s for s in exported if s.startswith(BUNDLED_SYMBOL_PREFIXES))
+    if facts.machine != spec.elf_machine:
+        problems.append(Problem(member, f"machine {facts.machine}, not {spec.elf_machine} ({spec.triple})"))
+    if facts.kind not in ("ET_EXEC", "ET_DYN"):
+        return problems  # an object file (e.g. the config folder's python.o): nothing runs it as is
+    problems += _hardening(facts, member)
+    bundled = sorted(s for s in facts.exported if s.startswith(BUNDLED_SYMBOL_PREFIXES))
     if bundled:
         problems.append(Problem(member, f"exports symbols of bundled libraries: {', '.join(bundled[:5])}"))
-    if loads_modules and Path(member).name.startswith("python3") and "/bin/" in member:
-        missing = [s for s in REQUIRED_EXPORTS if s not in exported]
+    # A program with no loader (fully static) cannot load extension modules at all, so it
+    # has no C API to export for them.
+    if facts.loader is not None and Path(member).name.startswith("python3") and "/bin/" in member:
+        missing = [s for s in REQUIRED_EXPORTS if s not in facts.exported]
         if missing:
             problems.append(
                 Problem(member, f"does not export the C API extension modules need: {', '.join(missing)}")
@@ -227,26 +212,16 @@ def _elf_problems(path: Path, member: str, spec: Target, found: list[ElfFacts]) 
     return problems
 
 
-def _hardening(elf: ELFFile, member: str) -> list[Problem]:
+def _hardening(facts: ElfFacts, member: str) -> list[Problem]:
     problems = []
-    segments = {seg["p_type"]: seg for seg in elf.iter_segments()}
-    stack = segments.get("PT_GNU_STACK")
-    if stack is None or stack["p_flags"] & P_FLAGS.PF_X:
+    if facts.executable_stack:
         problems.append(Problem(member, "executable stack (no non-executable PT_GNU_STACK)"))
-    if "PT_GNU_RELRO" not in segments:
+    if not facts.relro:
         problems.append(Problem(member, "no RELRO segment"))
-    dynamic = next((s for s in elf.iter_sections() if isinstance(s, DynamicSection)), None)
-    if dynamic is not None:
-        tags = {t.entry.d_tag: t.entry.d_val for t in dynamic.iter_tags()}
-        if "DT_TEXTREL" in tags:
-            problems.append(Problem(member, "text relocations (DT_TEXTREL)"))
-        now = (
-            tags.get("DT_FLAGS", 0) & DF_BIND_NOW
-            or tags.get("DT_FLAGS_1", 0) & DF_1_NOW
-            or "DT_BIND_NOW" in tags
-        )
-        if not now:
-            problems.append(Problem(member, "no BIND_NOW (full RELRO needs -z now)"))
+    if facts.text_relocations:
+        problems.append(Problem(member, "text relocations (DT_TEXTREL)"))
+    if not facts.bind_now:
+        problems.append(Problem(member, "no BIND_NOW (full RELRO needs -z now)"))
     return problems
 
 
@@ -262,19 +237,16 @@ def _interpreter_problems(
     if not exe.is_file() or not exe.is_relative_to(install.resolve()):
         return []  # reported by the symlink rules
     member = f"{prefix}/bin/{exe.name}"
-    with exe.open("rb") as fh:
-        try:
-            elf = ELFFile(fh)
-            e_type = elf["e_type"]
-            imported = _imported_symbols(elf)
-            dynamic = any(segment["p_type"] == "PT_INTERP" for segment in elf.iter_segments())
-        except ELFError:
-            return []  # reported by the ELF rules
+    facts = elf_facts(exe, exe.parent)
+    if facts is None:
+        return []  # reported by the ELF rules
+    dynamic = facts.loader is not None
     problems = []
-    if dynamic and "__stack_chk_fail" not in imported:
+    if dynamic and "__stack_chk_fail" not in facts.imported:
         problems.append(Problem(member, "no stack protector (__stack_chk_fail is never called)"))
     fortified = any(
-        name.startswith("__") and name.endswith("_chk") and name != "__stack_chk_fail" for name in imported
+        name.startswith("__") and name.endswith("_chk") and name != "__stack_chk_fail"
+        for name in facts.imported
     )
     if dynamic and (spec is None or spec.libc == "glibc") and not fortified:
         problems.append(Problem(member, "no _FORTIFY_SOURCE (no glibc __*_chk function is called)"))
@@ -284,30 +256,12 @@ def _interpreter_problems(
         except PyfreightError:
             return problems  # the schema check names a bad build_options
         expected = "ET_DYN" if pie else "ET_EXEC"
-        if e_type != expected:
+        if facts.kind != expected:
             what = "a PIE" if pie else "position-dependent (not a PIE)"
-            problems.append(Problem(member, f"is {e_type}, but build options {build_options} make it {what}"))
+            problems.append(
+                Problem(member, f"is {facts.kind}, but build options {build_options} make it {what}")
+            )
     return problems
-
-
-def _imported_symbols(elf: ELFFile) -> set[str]:
-    table = elf.get_section_by_name(".dynsym")
-    if not isinstance(table, SymbolTableSection):
-        return set()
-    return {sym.name for sym in table.iter_symbols() if sym["st_shndx"] == "SHN_UNDEF" and sym.name}
-
-
-def _exported_symbols(elf: ELFFile) -> set[str]:
-    table = elf.get_section_by_name(".dynsym")
-    if not isinstance(table, SymbolTableSection):
-        return set()
-    return {
-        sym.name
-        for sym in table.iter_symbols()
-        if sym["st_shndx"] != "SHN_UNDEF"
-        and sym["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")
-        and sym["st_other"]["visibility"] in ("STV_DEFAULT", "STV_PROTECTED")
-    }
 
 
 def _install_tree(install: Path, prefix: str, target: Target) -> tuple[list[Problem], list[ElfFacts]]:
