@@ -30,6 +30,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The tests run make as a user types it. Started by `make test ARGS=…`, pytest inherits
+    # make's command-line variables (MAKEFLAGS), which every make a test runs would take
+    # as its own: ARGS=--durations=60 reached `pyfreight build`.
+    for variable in ("MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL"):
+        os.environ.pop(variable, None)
     config.addinivalue_line(
         "markers", "part(name): a test of test-all only, in its part NAME (tests/tiers.py)"
     )
@@ -104,11 +109,10 @@ def noopt_dists(tmp_path_factory):
     """The archives of a real CPython noopt build (default target) of a pinned minor
     version, built once per test session and version (the build is the expensive part),
     as a function of the version."""
-    from pyfreight.archives.flavours import FULL, INSTALL_ONLY, INSTALL_ONLY_STRIPPED
-    from pyfreight.archives.write import WrittenArchives, ensure_distribution
+    from pyfreight.archives.flavours import FULL, INSTALL_ONLY, INSTALL_ONLY_STRIPPED, parse_full_name
+    from pyfreight.archives.write import WrittenArchives
     from pyfreight.cpython.spec import BuildSpec
     from pyfreight.formats.tarball import read_member
-    from pyfreight.paths import default_workspace
 
     built: dict[str, WrittenArchives] = {}
 
@@ -130,8 +134,28 @@ def noopt_dists(tmp_path_factory):
                 )
                 built[minor] = WrittenArchives(full, *twins, document)
                 return built[minor]
+        # Built as people build it: the README's make command (check-install is
+        # tests/test_cpython_integration.py's), into a folder of the session's own.
         dist = tmp_path_factory.mktemp(f"dist-{minor}")
-        built[minor] = ensure_distribution(spec, default_workspace(), os.cpu_count() or 1, dist=dist)[1]
+        made = subprocess.run(
+            [
+                "make",
+                "-C",
+                str(REPO),
+                f"{spec.target.make_name}-noopt",
+                f"CPYTHON={minor}",
+                "ARGS=--no-check",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
+        )
+        assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+        [full] = [p for p in dist.iterdir() if p.name.endswith(FULL.suffix)]
+        named = parse_full_name(full.name)
+        assert named is not None and named[0] == spec, full.name
+        twins = (dist / f.file_name(spec, named[1]) for f in (INSTALL_ONLY, INSTALL_ONLY_STRIPPED))
+        built[minor] = WrittenArchives(full, *twins, json.loads(read_member(full, "python/PYTHON.json")))
         return built[minor]
 
     return noopt_dist_of
