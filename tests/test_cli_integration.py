@@ -20,6 +20,7 @@ from pyfreight.archives.flavours import FLAVOURS, parse_full_name
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.spec import BuildSpec
 from tests.conftest import REPO, pyfreight_cli
+from tests.tiers import BENCHMARKS
 
 pytestmark = pytest.mark.container
 
@@ -101,6 +102,7 @@ def test_make_front_door_targets(noopt_dist):
         assert proc.returncode == 0, f"make {target}: {proc.stderr[-2000:]}"
 
 
+@pytest.mark.part(BENCHMARKS)
 def test_bench_import_on_an_archive(noopt_dist):
     out = _ok(pyfreight_cli("bench-import", noopt_dist.full, "--runs", "10", "--cc", "gcc"))
     assert re.search(r"^stdlib import\s+[0-9.]+ ms\s+[0-9.]+ ms", out, re.M), out[-2000:]
@@ -113,6 +115,7 @@ def test_bench_import_on_an_archive(noopt_dist):
     assert "bench-import: saved" in out
 
 
+@pytest.mark.part(BENCHMARKS)
 def test_bench_our_build_against_another_tree_and_debian(noopt_dist, tmp_path):
     """`pyfreight bench --options … --against …` for real: two benchmarks on our noopt
     build, the same tree handed in as another column, and Debian's python3.14, in the

@@ -7,8 +7,8 @@ each as its own GitHub job (.github/workflows/ci.yml).
 
 The parts come from the data, as the builds do: a CPython version of
 cpython/versions.yaml that is not the default, a target of targets/*.yaml that is not
-the default, and "from-scratch". `python -m tests.tiers` prints them as JSON for the
-workflow.
+the default, and two of their own: "from-scratch" and "benchmarks". `python -m
+tests.tiers` prints them as JSON for the workflow.
 
 A tier never skips what it claims: when the selected tests need a Docker engine or an
 emulator this machine lacks, the run stops before the first test and says which."""
@@ -24,6 +24,8 @@ from pyfreight.targets import all_targets
 
 # Builds everything again in an empty build folder (reproduce, dependencies from scratch).
 FROM_SCRATCH = "from-scratch"
+# pyfreight bench and bench-import run for real (the bench container, Debian's python).
+BENCHMARKS = "benchmarks"
 BINFMT = Path("/proc/sys/fs/binfmt_misc")
 
 
@@ -36,7 +38,7 @@ def parts() -> list[str]:
     default_version, versions = load_versions()
     found = [version_part(v) for v in versions if v != default_version]
     found += sorted(t.triple for t in all_targets().values() if not t.is_default)
-    return [*found, FROM_SCRATCH]
+    return [*found, FROM_SCRATCH, BENCHMARKS]
 
 
 def missing_for(container: bool, part_names: set[str]) -> list[str]:
