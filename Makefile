@@ -44,8 +44,9 @@ test: lint
 test-all: lint
 	.venv/bin/pytest -ra --tier all $(ARGS)
 
-test-part: setup
-	@[ -n "$(PART)" ] || { echo "error: say which part: make test-part PART=NAME ($$(.venv/bin/python -m tests.tiers))" >&2; exit 2; }
+test-part:
+	@[ -n "$(PART)" ] || { echo "error: say which part: make test-part PART=NAME (python -m tests.tiers lists them)" >&2; exit 2; }
+	@scripts/setup.sh
 	.venv/bin/pytest -ra --part $(PART) $(ARGS)
 
 test-unit: setup

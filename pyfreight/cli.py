@@ -24,12 +24,29 @@ from pyfreight.targets import default_target, target
 if TYPE_CHECKING:
     from pyfreight.archives.write import WrittenArchives
     from pyfreight.cpython.build import CPythonBuild
+    from pyfreight.cpython.spec import BuildSpec
+    from pyfreight.targets import Target
+
+
+def _target(args: argparse.Namespace) -> Target:
+    """The target --target names (the default one without it), looked up when a command
+    needs it: reading targets/*.yaml checks them against their schema, which costs most
+    of a second that a command refusing a bad archive should not pay."""
+    return target(args.target) if args.target else default_target()
+
+
+def _spec(args: argparse.Namespace) -> BuildSpec:
+    """The build --python, --options and --target name together: resolved once per
+    command, then carried whole."""
+    from pyfreight.cpython.spec import BuildSpec
+
+    return BuildSpec.resolve(args.python, args.options, _target(args))
 
 
 def cmd_images(args: argparse.Namespace) -> None:
     from pyfreight.container.images import ensure_images
 
-    image = ensure_images(default_workspace(), args.target)
+    image = ensure_images(default_workspace(), _target(args))
     packages = image.manifest.read_text().splitlines()
     print(f"tag:      {image.tag}")
     print(f"image id: {image.image_id}")
@@ -75,7 +92,7 @@ def cmd_deps(args: argparse.Namespace) -> None:
     started = time.monotonic()
     result = build_deps(
         names=args.names or None,
-        target=args.target,
+        target=_target(args),
         ws=default_workspace(),
         parallel=args.parallel,
         jobs=args.jobs,
@@ -112,11 +129,11 @@ def cmd_build(args: argparse.Namespace) -> None:
 
     pgo_profile = Path(args.pgo_profile).resolve() if args.pgo_profile else None
     if not args.dist:
-        built(build_cpython(args.spec, ws, jobs=args.jobs, force=args.force, pgo_profile=pgo_profile))
+        built(build_cpython(_spec(args), ws, jobs=args.jobs, force=args.force, pgo_profile=pgo_profile))
         return
     _print_sizes(
         ensure_distribution(
-            args.spec,
+            _spec(args),
             ws,
             args.jobs,
             release=args.release,
@@ -135,7 +152,7 @@ def _print_sizes(dist: WrittenArchives) -> None:
 def cmd_dist(args: argparse.Namespace) -> None:
     from pyfreight.archives.write import ensure_distribution
 
-    _print_sizes(ensure_distribution(args.spec, default_workspace(), args.jobs, release=args.release)[1])
+    _print_sizes(ensure_distribution(_spec(args), default_workspace(), args.jobs, release=args.release)[1])
 
 
 def cmd_check_install(args: argparse.Namespace) -> None:
@@ -169,7 +186,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
         raise PyfreightError("--options names no build; give e.g. --options pgo+lto,noopt")
     path = run_bench(
         default_workspace(),
-        [BuildSpec.resolve(args.python, text, args.target) for text in options],
+        [BuildSpec.resolve(args.python, text, _target(args)) for text in options],
         args.jobs,
         against_trees=args.against,
         suite_name=args.suite,
@@ -294,7 +311,7 @@ def cmd_bench_import(args: argparse.Namespace) -> None:
     if args.runs < 10:
         raise PyfreightError(f"--runs {args.runs}: a median needs at least 10 runs of each command")
     ws = default_workspace()
-    archive = Path(args.archive).resolve() if args.archive else ensure_archive(ws, args.spec, args.jobs)
+    archive = Path(args.archive).resolve() if args.archive else ensure_archive(ws, _spec(args), args.jobs)
     limits = _limits(args)
     binary = ensure_memory_binary(ws, archive, args.cc, limits=limits)
     run_bench_import(ws, archive, binary, args.runs, pie_both=args.pie_both, cc=args.cc, limits=limits)
@@ -324,8 +341,6 @@ def _shared_options() -> dict[str, argparse.ArgumentParser]:
         help=f"{', '.join(BASE_OPTIONS)}, optionally freethreaded+… and +modifiers "
         "(docs/performance.md; default: %(default)s)",
     )
-    # --python, --options and --target together name one build (args.spec).
-    options.set_defaults(names_a_build=True)
     target_option = argparse.ArgumentParser(add_help=False)
     target_option.add_argument(
         "--target",
@@ -659,12 +674,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     interrupts.install()
     try:
         _sweep_leftovers()
-        if "target" in vars(args):  # a name until here; every command gets the Target
-            args.target = target(args.target) if args.target else default_target()
-        if getattr(args, "names_a_build", False):  # resolved once, then carried whole
-            from pyfreight.cpython.spec import BuildSpec
-
-            args.spec = BuildSpec.resolve(args.python, args.options, args.target)
         args.func(args)
     except PyfreightError as exc:
         if debug:

@@ -195,14 +195,6 @@ COMMANDS = {
     "embed-memory": lambda a, tmp: ["embed", str(a), "--memory-importer", "-o", str(tmp / "out" / "python")],
     "reproduce": lambda a, tmp: ["reproduce", str(a)],
     "bench-import": lambda a, tmp: ["bench-import", str(a), "--runs", "10"],
-    "release": lambda a, tmp: [
-        "release",
-        str(a),
-        "--base-url",
-        "file:///srv/python",
-        "-o",
-        str(tmp / "out" / "r"),
-    ],
 }
 CASE_NAMES = sorted(_build_cases(Path("/nonexistent")))
 
@@ -228,16 +220,19 @@ def test_hostile_archive_is_refused(tmp_path, case, command):
     (tmp_path / "cwd").mkdir()
     (tmp_path / "out").mkdir()
     make, expected = _build_cases(outside)[case]
-    # reproduce and release read the archive's name; release wants its install_only twins
-    name = FULL_NAME if command in ("reproduce", "release") else f"{case}.tar.zst"
+    # reproduce reads the archive's name
+    name = FULL_NAME if command == "reproduce" else f"{case}.tar.zst"
     archive = make(tmp_path / name)
-    if command == "release":
-        for flavour in (INSTALL_ONLY, INSTALL_ONLY_STRIPPED):
-            make(tmp_path / flavour.file_name(SPEC, "20260805"))
     before = _snapshot(outside)
 
     proc = _run(COMMANDS[command](archive, tmp_path), tmp_path)
 
+    _refused_alone(proc, expected, outside, before, tmp_path)
+
+
+def _refused_alone(
+    proc: subprocess.CompletedProcess[str], expected: str, outside: Path, before: dict, tmp_path: Path
+) -> None:
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0, output
     assert "Traceback" not in output, output
@@ -250,6 +245,35 @@ def test_hostile_archive_is_refused(tmp_path, case, command):
     assert not any((tmp_path / "cwd").iterdir())
     for leftover in (tmp_path / "build" / "tmp").glob("*") if (tmp_path / "build" / "tmp").is_dir() else []:
         pytest.fail(f"left behind: {leftover}")
+
+
+def test_release_refuses_every_hostile_archive_of_one_run(tmp_path):
+    """release takes many builds at once and validates each before reading anything of
+    it: every case of the corpus (each with its install_only twins, one release tag
+    apiece) in one run is named on a line of its own with its rule, and nothing is
+    released or written outside."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("keep me\n")
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "out").mkdir()
+    expected_of, fulls = {}, []
+    for index, (case, (make, expected)) in enumerate(sorted(_build_cases(outside).items())):
+        release = f"2026{index:04d}"
+        fulls.append(make(tmp_path / FULL.file_name(SPEC, release)))
+        for flavour in (INSTALL_ONLY, INSTALL_ONLY_STRIPPED):
+            make(tmp_path / flavour.file_name(SPEC, release))
+        expected_of[FULL.file_name(SPEC, release)] = (case, expected)
+    before = _snapshot(outside)
+
+    args = ["release", *map(str, fulls), "--tag", "20260805", "--base-url", "file:///srv/python"]
+    proc = _run([*args, "-o", str(tmp_path / "out" / "r")], tmp_path)
+
+    _refused_alone(proc, "nothing released", outside, before, tmp_path)
+    lines = proc.stderr.splitlines()
+    for name, (case, expected) in expected_of.items():
+        said = [line for line in lines if line.strip().startswith(f"{name}:")]
+        assert said and expected in said[0], (case, said, proc.stderr[-3000:])
 
 
 @pytest.mark.parametrize(

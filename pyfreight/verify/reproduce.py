@@ -67,9 +67,9 @@ def compare(first: Path, second: Path, limits: Limits = DEFAULT_LIMITS) -> Compa
     return Comparison(False, "the members agree; the compressed bytes differ")
 
 
-def _check_described(archive: Path, spec: BuildSpec, limits: Limits) -> None:
-    """The archive's content must be a full archive whose PYTHON.json says what its
-    name says: the rebuild is chosen from the name."""
+def _described(archive: Path, limits: Limits) -> dict:
+    """The archive's PYTHON.json: the whole archive is judged by the safe-archive rules
+    before anything of it, its name included, is trusted."""
     data = read_member(archive, PYTHON_JSON, limits)  # judges the whole archive first
     try:
         document = json.loads(data)
@@ -79,6 +79,12 @@ def _check_described(archive: Path, spec: BuildSpec, limits: Limits) -> None:
         raise PyfreightError(
             f"{archive.name}: no readable {PYTHON_JSON}; not a full archive ({exc})"
         ) from None
+    return document
+
+
+def _check_described(archive: Path, spec: BuildSpec, document: dict) -> None:
+    """The archive must be a full archive whose PYTHON.json says what its name says: the
+    rebuild is chosen from the name."""
     named = {"version": spec.version, "options": str(spec.options), "target": spec.target.triple}
     said = {
         "version": document.get("python_version"),
@@ -91,8 +97,11 @@ def _check_described(archive: Path, spec: BuildSpec, limits: Limits) -> None:
 
 
 def reproduce(archive: Path, ws: Workspace, jobs: int, limits: Limits = DEFAULT_LIMITS) -> Comparison:
+    if not archive.name.endswith("-full.tar.zst"):
+        parse_name(archive)  # names what a full archive's name looks like
+    document = _described(archive, limits)
     spec, release = parse_name(archive)
-    _check_described(archive, spec, limits)
+    _check_described(archive, spec, document)
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("reproduce")) as tmp:
         fresh = Workspace(Path(tmp) / "build", Path(tmp) / "dist")
