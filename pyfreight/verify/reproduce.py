@@ -97,8 +97,10 @@ def _check_described(archive: Path, spec: BuildSpec, document: dict) -> None:
 
 
 def reproduce(archive: Path, ws: Workspace, jobs: int, limits: Limits = DEFAULT_LIMITS) -> Comparison:
+    # A name that cannot be a full archive's is refused at once; the build a name names is
+    # looked up (targets/*.yaml) only once the archive passed the safe-archive rules.
     if not archive.name.endswith("-full.tar.zst"):
-        parse_name(archive)  # names what a full archive's name looks like
+        parse_name(archive)
     document = _described(archive, limits)
     spec, release = parse_name(archive)
     _check_described(archive, spec, document)
