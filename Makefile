@@ -61,24 +61,28 @@ lint: setup
 	.venv/bin/ruff format --check pyfreight tests
 	.venv/bin/mypy
 	.venv/bin/actionlint
-	shellcheck scripts/*.sh .ci/run pyfreight/container/entry.sh
+	shellcheck scripts/*.sh .ci/run pyfreight/container/entry.sh pyfreight/container/zig-cc.sh
 	shellcheck --shell=bash --severity=warning --exclude=SC2164,SC2046 recipes/*/build.sh platform/*/build.sh cpython/*.sh
 
 # CPython builds for any target of targets/*.yaml by its make name, e.g.
 # `make MAKE_NAME-noopt`: dependencies first, then the interpreter, then
 # check-install. An unknown name stops with the list of known ones.
-linux-%-noopt: setup
-	$(call build,linux-$*,noopt)
+%-noopt: setup
+	$(call build,$*,noopt)
 
-linux-%-debug: setup
-	$(call build,linux-$*,debug)
+%-debug: setup
+	$(call build,$*,debug)
 
-linux-%-lto: setup
-	$(call build,linux-$*,lto)
+%-lto: setup
+	$(call build,$*,lto)
 
 # The default distribution: PGO and LTO.
-linux-%-pgo: setup
-	$(call build,linux-$*,pgo+lto)
+%-pgo: setup
+	$(call build,$*,pgo+lto)
+
+# The dependencies alone: every recipe the target has (`make MAKE_NAME-deps`).
+%-deps: setup
+	$(PYFREIGHT) deps --target $* $(ARGS)
 
 # Speed: pyperformance subset, our pgo+lto and noopt vs Debian's python (table + JSON).
 bench: setup

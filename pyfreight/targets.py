@@ -17,6 +17,7 @@ from typing import Any
 from pyfreight.datafiles import load_yaml, shown
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import REPO_ROOT
+from pyfreight.sources.recipes import PypiLocation, Source
 
 TARGETS_DIR = REPO_ROOT / "targets"
 SCHEMA = "target.schema.json"
@@ -30,22 +31,27 @@ class Target:
     python_platform_tag: str  # sysconfig.get_platform() of the built interpreter
     uv_platform: tuple[str, str, str]  # (os, arch, libc) as uv's downloads index names them
     debian_architecture: str  # of the sysroot's packages and of the runtime image
-    sysroot: MappingProxyType[str, Any]  # suite, variant, pinned packages, kept paths
+    sysroot: MappingProxyType[str, Any]  # Debian: suite, variant, pinned packages, kept paths
+    zig: Source | None  # the pinned zig that is the whole sysroot (and compiler), if it is
     control_flow_cflags: str  # the compiler flags of the target's control-flow protection
     compiler_flags: str  # of every compile and link, in $CC and $CXX (e.g. the compiler runtime)
-    elf_machine: str  # pyelftools' e_machine name
-    loader: str  # PT_INTERP's file name
-    libc: str  # "glibc" or "musl"
-    libc_ceiling: tuple[int, int]  # glibc: no shipped ELF file may need a newer version
+    elf_machine: str | None  # pyelftools' e_machine name, for a target of ELF files
+    loader: str | None  # PT_INTERP's file name, for a target of ELF files
+    pe_machine: str | None  # the COFF machine name, for a target of PE files
+    libc: str  # "glibc", "musl" or "ucrt"
+    libc_ceiling: tuple[int, int] | None  # glibc: no shipped ELF file may need a newer version
     static_linking: bool  # the C library can be linked statically (the `static` modifier)
-    allowed_needed: frozenset[str]  # DT_NEEDED entries a shipped ELF file may have
+    allowed_needed: frozenset[str]  # libraries a shipped binary may load (DT_NEEDED, PE imports)
     system_libraries: frozenset[str]  # what PYTHON.json's links may name as system libraries
     recipe_env: MappingProxyType[str, str]  # given to every dependency's build.sh
-    emulator: str | None  # None: runs natively here; else the binfmt_misc emulator
+    runner: str  # how its programs run here: "native", "emulator" or "wine"
+    emulator: str | None  # the binfmt_misc emulator, for runner "emulator"
     emulator_cpu: str | None  # the CPU model the emulator is told (QEMU_CPU)
+    wine_packages: MappingProxyType[str, str]  # Debian's Wine, pinned, for runner "wine"
     # CPython configure's answers for a cross build (cache variables), from the data
     cpython_configure_answers: MappingProxyType[str, str]
     cpython_ldflags: str  # build-only flags of CPython's own links
+    cpython_unavailable: str | None  # why CPython itself cannot be built for it yet
     unavailable_options: MappingProxyType[str, str]  # "pgo"/"lto" -> why the target cannot have it
     release_options: tuple[str, ...]  # the builds a release carries for this target
     cross_cc: str | None  # a compiler here that links for the target (embed --cc)
@@ -60,8 +66,19 @@ class Target:
     @property
     def native(self) -> bool:
         """Whether this machine builds and runs the target's code as its own; any other
-        target is cross-compiled and its programs run through the emulator."""
-        return self.emulator is None
+        target is cross-compiled and its programs run through an emulator or Wine."""
+        return self.runner == "native"
+
+    @property
+    def os(self) -> str:
+        """The operating system, as uv names it (linux, windows): what recipes say they
+        are unavailable on."""
+        return self.uv_platform[0]
+
+    @property
+    def binary_format(self) -> str:
+        """ "elf" or "pe": what the target's executables and libraries are."""
+        return "pe" if self.pe_machine is not None else "elf"
 
     @property
     def emulator_env(self) -> dict[str, str]:
@@ -69,13 +86,28 @@ class Target:
         return {"QEMU_CPU": self.emulator_cpu} if self.emulator_cpu else {}
 
     @property
+    def ceiling(self) -> tuple[int, int]:
+        """The C library ceiling of a glibc or musl target (ucrt has none)."""
+        assert self.libc_ceiling is not None, f"{self.triple} has no C library ceiling"
+        return self.libc_ceiling
+
+    @property
     def ceiling_text(self) -> str:
-        return ".".join(map(str, self.libc_ceiling))
+        return ".".join(map(str, self.ceiling))
+
+    @property
+    def elf_loader(self) -> str:
+        """PT_INTERP's file name of a target of ELF files."""
+        assert self.loader is not None, f"{self.triple} has no ELF loader"
+        return self.loader
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> Target:
-        major, minor = (int(part) for part in data["libc"]["ceiling"].split("."))
+        ceiling = data["libc"].get("ceiling")
         run = data["run"]
+        run_kind = "native" if run == "native" else next(iter(run))
+        elf = data.get("elf", {})
+        zig = data["sysroot"].get("zig")
         return cls(
             triple=data["triple"],
             make_name=data["make_name"],
@@ -84,20 +116,25 @@ class Target:
             uv_platform=(data["uv_platform"]["os"], data["uv_platform"]["arch"], data["uv_platform"]["libc"]),
             debian_architecture=data["debian_architecture"],
             sysroot=MappingProxyType(dict(data["sysroot"])),
+            zig=None if zig is None else _wheel_source(zig),
             control_flow_cflags=data["control_flow_cflags"],
             compiler_flags=data.get("compiler_flags", ""),
-            elf_machine=data["elf"]["machine"],
-            loader=data["elf"]["loader"],
+            elf_machine=elf.get("machine"),
+            loader=elf.get("loader"),
+            pe_machine=data.get("pe", {}).get("machine"),
             libc=data["libc"]["name"],
-            libc_ceiling=(major, minor),
+            libc_ceiling=None if ceiling is None else _major_minor(ceiling),
             static_linking=bool(data["libc"].get("static_linking", False)),
             allowed_needed=frozenset(data["libc"]["needed"]),
             system_libraries=frozenset(data["libc"]["system_libraries"]),
             recipe_env=MappingProxyType(dict(data["recipe_env"])),
-            emulator=None if run == "native" else run["emulator"],
-            emulator_cpu=None if run == "native" else run.get("cpu"),
+            runner="emulator" if run_kind == "emulator" else run_kind,
+            emulator=run.get("emulator") if run_kind == "emulator" else None,
+            emulator_cpu=run.get("cpu") if run_kind == "emulator" else None,
+            wine_packages=MappingProxyType(dict(run["wine"]["packages"]) if run_kind == "wine" else {}),
             cpython_configure_answers=MappingProxyType(dict(data.get("cpython_configure_answers", {}))),
             cpython_ldflags=data.get("cpython_ldflags", ""),
+            cpython_unavailable=data.get("cpython_unavailable"),
             unavailable_options=MappingProxyType(dict(data.get("unavailable_options", {}))),
             release_options=tuple(data["release_options"]),
             cross_cc=data.get("cross_cc", {}).get("command"),
@@ -105,6 +142,23 @@ class Target:
             runtime_tools=data.get("runtime_tools"),
             is_default=bool(data.get("default", False)),
         )
+
+
+def _major_minor(text: str) -> tuple[int, int]:
+    major, minor = (int(part) for part in text.split("."))
+    return major, minor
+
+
+def _wheel_source(data: dict[str, Any]) -> Source:
+    pypi = data["pypi"]
+    return Source(
+        file=data["file"],
+        sha256=data["sha256"],
+        size=data["size"],
+        urls=(),
+        debian=None,
+        pypi=PypiLocation(project=pypi["project"], version=pypi["version"]),
+    )
 
 
 def load_targets(directory: Path = TARGETS_DIR) -> dict[str, Target]:

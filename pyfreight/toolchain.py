@@ -28,23 +28,41 @@ LLVM = "19"
 #  -fstack-protector-strong, -D_FORTIFY_SOURCE=2, -fstack-clash-protection, and the
 #  target's control-flow protection: Debian's and Fedora's hardening defaults.
 #  -ffile-prefix-map: the container's build folder does not land in objects.
-HARDENING_CFLAGS = "-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fstack-clash-protection"
+#  Windows probes every large stack frame itself (__chkstk): PE targets have no
+#  -fstack-clash-protection, which their compiler would only warn about.
+HARDENING_CFLAGS = {
+    "elf": "-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fstack-clash-protection",
+    "pe": "-fstack-protector-strong -D_FORTIFY_SOURCE=2",
+}
 
 
 def common_cflags(target: Target) -> str:
-    hardening = f"{HARDENING_CFLAGS} {target.control_flow_cflags}"
+    hardening = f"{HARDENING_CFLAGS[target.binary_format]} {target.control_flow_cflags}"
     return f"-O2 -fPIC -fvisibility=hidden {hardening} -ffile-prefix-map={WORK_DIR}=."
 
 
 # lld; full RELRO with BIND_NOW and a non-executable stack for anything linked here
-# (configure test programs and the tools some builds run).
+# (configure test programs and the tools some builds run). A PE link gets ASLR (with
+# high entropy) and DEP from lld's defaults for the target.
 COMMON_LDFLAGS = "-fuse-ld=lld -Wl,-z,relro,-z,now -Wl,-z,noexecstack"
+LDFLAGS = {"elf": COMMON_LDFLAGS, "pe": ""}
+
+# A zig sysroot: zig at /sysroot/zig and its drivers in /sysroot/bin
+# (container/zig_sysroot.py), its cache of compiled runtime pieces filled when the build
+# image was made (dockerfiles/build.Dockerfile, ZIG_WARM).
+ZIG_CACHE = f"{SYSROOT}/zig-cache"
 
 
 def compiler_commands(target: Target) -> tuple[str, str]:
     """$CC and $CXX for `target`: clang for its triple and sysroot, its own flags, and
     for glibc the floor header, in the command itself so that no build (and no
-    configure check) can leave it out by ignoring CFLAGS or CPPFLAGS."""
+    configure check) can leave it out by ignoring CFLAGS or CPPFLAGS. A zig sysroot's
+    compiler is zig's clang, which knows its own headers and libraries."""
+    if target.zig is not None:
+        # -g0: zig's cc writes CodeView debug info unless told not to, and with it the
+        # whole compiler command line, build folder included, into every object.
+        flags = f"-target {target.clang_triple} -g0 {target.compiler_flags}".rstrip()
+        return f"{SYSROOT}/bin/zig-cc {flags}", f"{SYSROOT}/bin/zig-c++ {flags}"
     flags = f"--target={target.clang_triple} --sysroot={SYSROOT}"
     if target.compiler_flags:
         flags += f" {target.compiler_flags}"
@@ -64,8 +82,12 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
     # sysroot: the build image has only its own. CROSS_HOST, set only then, is what
     # recipes give configure as --host, so that sources chosen by CPU (libffi's) are
     # the target's; configure still runs its test programs, through the emulator.
-    emulation = {} if target.native else {"QEMU_LD_PREFIX": SYSROOT, "CROSS_HOST": clang_triple}
+    # A Windows target's programs do not run during builds at all: its recipe_env names
+    # the --host configure knows it by.
+    emulation = {"QEMU_LD_PREFIX": SYSROOT, "CROSS_HOST": clang_triple} if target.runner == "emulator" else {}
     emulation |= target.emulator_env
+    if target.zig is not None:
+        emulation["ZIG_GLOBAL_CACHE_DIR"] = ZIG_CACHE
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp",
@@ -73,6 +95,7 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
         "TZ": "UTC",
         "SOURCE_DATE_EPOCH": str(source_date_epoch),
         "TARGET_TRIPLE": target.triple,
+        "TARGET_OS": target.os,  # linux or windows: what a recipe may need to choose by
         "HOST_TRIPLE": clang_triple,
         "PREFIX": PREFIX,
         "SYSROOT": SYSROOT,
@@ -82,10 +105,11 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
         "CC": cc,
         "CXX": cxx,
         "CPP": f"{cc} -E",
+        "BUILD_CC": f"clang-{LLVM}",  # for programs a build makes and runs here
         "CFLAGS": common_cflags(target),
         "CXXFLAGS": common_cflags(target),
         "CPPFLAGS": f"-I{PREFIX}/include",
-        "LDFLAGS": f"{COMMON_LDFLAGS} -L{PREFIX}/lib",
+        "LDFLAGS": f"{LDFLAGS[target.binary_format]} -L{PREFIX}/lib".lstrip(),
         "AR": f"llvm-ar-{LLVM}",
         "RANLIB": f"llvm-ranlib-{LLVM}",
         "NM": f"llvm-nm-{LLVM}",
@@ -97,6 +121,12 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
         **emulation,
         **target.recipe_env,
     }
+
+
+def zig_warm_command(target: Target) -> str:
+    """The compile that fills a zig sysroot's cache in the build image: a program
+    built as every build will build one, so that the pieces it needs are there."""
+    return f"{compiler_commands(target)[0]} {common_cflags(target)}"
 
 
 def keyed_settings(target: Target) -> dict[str, str]:

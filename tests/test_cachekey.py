@@ -69,7 +69,7 @@ def test_dependency_key_change(recipe):
 
 def test_compiler_settings_change(recipe, monkeypatch):
     before = key(recipe)
-    monkeypatch.setattr(toolchain, "HARDENING_CFLAGS", toolchain.HARDENING_CFLAGS + " -O3")
+    monkeypatch.setitem(toolchain.HARDENING_CFLAGS, "elf", toolchain.HARDENING_CFLAGS["elf"] + " -O3")
     assert key(recipe) != before
 
 

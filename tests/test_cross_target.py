@@ -17,7 +17,7 @@ from pyfreight.targets import Target, all_targets
 from tests.in_image import bash_in_image, zlib_from_scratch
 
 pytestmark = pytest.mark.container
-FOREIGN = [t for t in all_targets().values() if not t.native]
+FOREIGN = [t for t in all_targets().values() if t.runner == "emulator"]
 
 PROGRAM = r"""
 #include <stdio.h>

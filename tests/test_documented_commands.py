@@ -73,12 +73,12 @@ def test_pyfreight_lines_name_real_subcommands_and_flags(doc, line):
 
 
 def _make_targets() -> set[str]:
-    """The Makefile's targets; a pattern rule (linux-%-pgo) stands for every target of
+    """The Makefile's targets; a pattern rule (%-pgo) stands for every target of
     targets/*.yaml whose make name fills it (linux-x86_64-pgo)."""
     text = (ROOT / "Makefile").read_text()
     explicit = set(re.findall(r"^([a-zA-Z0-9_.-]+):", text, re.M))
-    patterns = re.findall(r"^(linux-%-[a-z]+):", text, re.M)
-    made = {p.replace("linux-%", t.make_name) for p in patterns for t in all_targets().values()}
+    patterns = re.findall(r"^(%-[a-z]+):", text, re.M)
+    made = {p.replace("%", t.make_name) for p in patterns for t in all_targets().values()}
     return explicit | made
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pyfreight import toolchain
-from pyfreight.container import docker, glibc_floor, libc_only_image, libc_sysroot
+from pyfreight.container import docker, glibc_floor, libc_only_image, libc_sysroot, zig_sysroot
 from pyfreight.container.build_image import BuildImage
 from pyfreight.container.run import RunSpec, run
 from pyfreight.datafiles import load_yaml
@@ -40,6 +40,7 @@ from pyfreight.sources.mirrors import DebianMirrors, find_debian_mirrors
 from pyfreight.targets import Target, build_machine_target
 
 SPEC_FILE = DOCKERFILES_DIR / "images.yaml"
+WINE_DOCKERFILE = "wine-runtime.Dockerfile"
 BINFMT_MISC = Path("/proc/sys/fs/binfmt_misc")
 
 
@@ -57,6 +58,9 @@ def base_tag(spec: dict, section: str = "base") -> str:
 
 
 def sysroot_digest(target: Target) -> str:
+    if target.zig is not None:  # the wheel, and the compile that fills its cache in the image
+        driver = zig_sysroot.DRIVER.read_text()
+        return _digest("sysroot", dict(target.sysroot), toolchain.zig_warm_command(target), driver)
     floor = (target.libc_ceiling, glibc_floor.FORMAT) if target.libc == "glibc" else None
     parts: list[object] = ["sysroot", target.debian_architecture, dict(target.sysroot), floor]
     libc = libc_sysroot.libc_digest(target)
@@ -72,6 +76,9 @@ def build_tag(spec: dict, target: Target) -> str:
 
 
 def runtime_tag(spec: dict, target: Target) -> str:
+    if target.runner == "wine":
+        dockerfile = (DOCKERFILES_DIR / WINE_DOCKERFILE).read_text()
+        return f"pyfreight-runtime:{_digest('wine', base_tag(spec), dict(target.wine_packages), dockerfile)}"
     if target.runtime_tools is not None:  # no Debian: the target's own libc and tools
         tools = libc_sysroot.platform_recipe(target.runtime_tools, target, "runtime_tools")
         parts: tuple[object, ...] = ("libc-only", sysroot_digest(target), libc_sysroot.recipe_digest(tools))
@@ -194,6 +201,9 @@ def _ensure_sysroot(target: Target, ws: Workspace, mirrors: DebianMirrors) -> Pa
     out = ws.images / f"sysroot-{digest}.tar"
     if out.exists():
         return out
+    if target.zig is not None:
+        zig_sysroot.write_sysroot(target.zig, ws, out)
+        return out
     sysroot = target.sysroot
     what = f"sysroot {sysroot['suite']} {target.debian_architecture}"
     say(f"{what} ({digest}): building")
@@ -263,7 +273,7 @@ def _floor_header(rootfs: Path, target: Target, scratch: Path) -> list[tuple[str
     relative = Path(toolchain.GLIBC_FLOOR_HEADER).relative_to(toolchain.SYSROOT)
     path = scratch / relative
     path.parent.mkdir(parents=True)
-    path.write_text(glibc_floor.floor_header(libraries, target.libc_ceiling))
+    path.write_text(glibc_floor.floor_header(libraries, target.ceiling))
     return [(str(relative.parent), path.parent), (str(relative), path)]
 
 
@@ -302,8 +312,9 @@ def _ensure_build(spec: dict, target: Target, ws: Workspace, base: str, sysroot_
         shutil.copy(DOCKERFILES_DIR / spec["build"]["packages"], ctx / "build-packages.txt")
         os.link(sysroot_tar, ctx / "sysroot.tar")
         say(f"  docker build (log: {log})")
+        warm = ["--build-arg", f"ZIG_WARM={toolchain.zig_warm_command(target)}"] if target.zig else []
         docker.run_logged(
-            ["docker", "build", "--build-arg", f"BASE={base}", "-t", tag, str(ctx)],
+            ["docker", "build", "--build-arg", f"BASE={base}", *warm, "-t", tag, str(ctx)],
             log,
             f"docker build {tag}",
         )
@@ -345,6 +356,8 @@ def ensure_runtime_image(ws: Workspace, target: Target) -> str:
     require_emulator(target)
     spec = load_spec()
     tag = runtime_tag(spec, target)
+    if not docker.image_id(tag) and target.runner == "wine":
+        return _ensure_wine(spec, target, ws, tag)
     if not docker.image_id(tag) and target.runtime_tools is not None:
         image = ensure_images(ws, target)  # and the sysroot, whose loader and C library it holds
         sysroot_tar = ws.images / f"sysroot-{sysroot_digest(target)}.tar"
@@ -353,6 +366,21 @@ def ensure_runtime_image(ws: Workspace, target: Target) -> str:
         architecture = None if target.native else target.debian_architecture
         mirrors = find_debian_mirrors()
         _ensure_rootfs_image(tag, spec["runtime"], ws, mirrors, architecture, target.emulator_env)
+    return tag
+
+
+def _ensure_wine(spec: dict, target: Target, ws: Workspace, tag: str) -> str:
+    """The Wine runtime image: the pinned Wine packages installed on the base image."""
+    base = _ensure_base(spec, ws, find_debian_mirrors())
+    say(f"image {tag}: building (Wine for {target.triple})")
+    log = ws.logs / f"image-{tag.replace(':', '-')}.log"
+    packages = " ".join(f"{name}={version}" for name, version in sorted(target.wine_packages.items()))
+    ws.scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("context")) as ctx_dir:
+        shutil.copy(DOCKERFILES_DIR / WINE_DOCKERFILE, Path(ctx_dir) / "Dockerfile")
+        say(f"  docker build (log: {log})")
+        command = ["docker", "build", "--build-arg", f"BASE={base}", "--build-arg", f"PACKAGES={packages}"]
+        docker.run_logged([*command, "-t", tag, ctx_dir], log, f"docker build {tag}")
     return tag
 
 

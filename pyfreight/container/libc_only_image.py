@@ -50,15 +50,15 @@ def ensure_libc_only_image(
         return tag
     assert target.runtime_tools is not None
     recipe = libc_sysroot.platform_recipe(target.runtime_tools, target, "runtime_tools")
-    say(f"image {tag}: building (no glibc: {target.loader} and {recipe.name})")
+    say(f"image {tag}: building (no glibc: {target.elf_loader} and {recipe.name})")
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("rootfs")) as tmp:
         rootfs = Path(tmp) / "rootfs"
         libc_sysroot.build_platform_recipe(recipe, image, target, ws, rootfs)
         shutil.rmtree(rootfs / "share", ignore_errors=True)  # the tools' licenses: not needed here
-        loader = rootfs / "lib" / target.loader
+        loader = rootfs / "lib" / target.elf_loader
         loader.parent.mkdir(exist_ok=True)
-        loader.write_bytes(_sysroot_file(sysroot_tar, f"lib/{target.loader}"))
+        loader.write_bytes(_sysroot_file(sysroot_tar, f"lib/{target.elf_loader}"))
         loader.chmod(0o755)
         for name, text in ETC_FILES.items():
             (rootfs / name).parent.mkdir(parents=True, exist_ok=True)

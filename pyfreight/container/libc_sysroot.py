@@ -76,9 +76,9 @@ def build_libc_into(target: Target, ws: Workspace, dest: Path, image: BuildImage
     recipe = libc_recipe(target)
     assert recipe is not None
     build_platform_recipe(recipe, image, target, ws, dest / "usr")
-    loader = dest / "usr" / "lib" / target.loader
+    loader = dest / "usr" / "lib" / target.elf_loader
     if not loader.is_symlink() and not loader.is_file():
-        raise PyfreightError(f"{recipe.name}: its build installed no lib/{target.loader}")
+        raise PyfreightError(f"{recipe.name}: its build installed no lib/{target.elf_loader}")
     (dest / "lib").mkdir()
-    (dest / "lib" / target.loader).symlink_to(f"../usr/lib/{target.loader}")
+    (dest / "lib" / target.elf_loader).symlink_to(f"../usr/lib/{target.elf_loader}")
     return [(name, dest / name) for name in walk_sorted(dest)]

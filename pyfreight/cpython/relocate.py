@@ -24,11 +24,10 @@ def _compilers() -> tuple[dict[str, str], re.Pattern[str]]:
     """The build's compilers, of every target, and what each becomes: the host's cc/c++
     (matched longest first). Computed on first use, not at import: it reads the targets,
     which every command importing this module would otherwise pay for at start."""
-    commands = {
-        c: "c++" if c.startswith("clang++") else "cc"
-        for t in all_targets().values()
-        for c in toolchain.compiler_commands(t)
-    }
+    commands = {}
+    for found in all_targets().values():
+        cc, cxx = toolchain.compiler_commands(found)
+        commands |= {cc: "cc", cxx: "c++"}
     return commands, re.compile("|".join(re.escape(c) for c in sorted(commands, key=len, reverse=True)))
 
 

@@ -21,6 +21,26 @@ def check_graph(recipes: Mapping[str, Recipe]) -> None:
     build_order(recipes, recipes)
 
 
+def for_os(recipes: Mapping[str, Recipe], os_name: str, names: Iterable[str] | None) -> dict[str, Recipe]:
+    """The recipes built for targets of `os_name` (a target's uv_platform os): all but
+    those whose data says they are unavailable there. Naming one of those is refused with
+    its reason; so is a recipe that needs one."""
+    kept = {n: r for n, r in recipes.items() if os_name not in r.unavailable_on}
+    for name in names or ():
+        if name in recipes and name not in kept:
+            raise PyfreightError(
+                f"recipe {name} is not built for {os_name}: {recipes[name].unavailable_on[os_name]}"
+            )
+    for recipe in kept.values():
+        missing = sorted(set(recipe.depends) & (set(recipes) - set(kept)))
+        if missing:
+            raise PyfreightError(
+                f"recipe {recipe.name} is built for {os_name} but depends on {', '.join(missing)}, "
+                f"which is not; say unavailable_on: {os_name} in recipes/{recipe.name}/recipe.yaml too"
+            )
+    return kept
+
+
 def closure(recipes: Mapping[str, Recipe], names: Iterable[str]) -> set[str]:
     """The named recipes and everything they depend on, transitively."""
     wanted: set[str] = set()

@@ -10,7 +10,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from pyfreight.container import images
-from pyfreight.deps.graph import build_order, check_graph, closure
+from pyfreight.deps.graph import build_order, check_graph, closure, for_os
 from pyfreight.deps.recipe_build import Artifact, artifact_stem, build_recipe, cached_artifact, recipe_key
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say
@@ -46,6 +46,7 @@ def build_deps(
     """`recipes` defaults to the repository's recipes/ (tests pass their own)."""
     recipes = recipes if recipes is not None else load_all()
     check_graph(recipes)
+    recipes = for_os(recipes, target.os, names)
     order = build_order(recipes, names if names is not None else recipes)
     fetch_all((recipes[n] for n in order), ws, offline)
     image = images.ensure_images(ws, target)

@@ -32,6 +32,7 @@ from tqdm import tqdm
 from pyfreight.errors import PyfreightError
 from pyfreight.hashing import file_sha256
 from pyfreight.leftovers import owned
+from pyfreight.sources import pypi
 from pyfreight.sources.mirrors import find_debian_mirrors, pool_url
 from pyfreight.sources.recipes import Source
 
@@ -68,6 +69,9 @@ def deadline_s(size: int) -> float:
     return DEADLINE_BASE_S + size / (MIN_THROUGHPUT_KIB_S * 1024)
 
 
+PIP_ORIGIN = "pip:"  # the location of a wheel pip downloads from its configured index
+
+
 @dataclass(frozen=True)
 class Origin:
     """One place a file may be had from: a local path or a URL."""
@@ -90,6 +94,9 @@ def origins_for(source: Source, offline: bool, debian_mirror: str | None) -> lis
     if offline:
         return found
     found += [Origin(f"upstream {u}", u) for u in source.urls]
+    if source.pypi:
+        wanted = f"{source.pypi.project}=={source.pypi.version}"
+        found.append(Origin(f"the package index (pip download {wanted})", PIP_ORIGIN))
     if source.debian and debian_mirror:
         url = pool_url(debian_mirror, source.debian.package, source.debian.file)
         found.append(Origin(f"Debian pool {url}", url))
@@ -250,12 +257,17 @@ def _try_origin(origin: Origin, source: Source, cache_dir: Path, log: Callable[[
     fd, tmp_name = tempfile.mkstemp(prefix=owned(f".{source.file}"), suffix=".part", dir=cache_dir)
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as out:
-            chunks = (
-                _stream_url(origin.location, started + deadline_s(source.size))
-                if origin.is_url
-                else _stream_path(origin.location)
-            )
+        with (
+            os.fdopen(fd, "wb") as out,
+            tempfile.TemporaryDirectory(dir=cache_dir, prefix=owned(".pip")) as pip,
+        ):
+            if origin.location == PIP_ORIGIN:
+                wheel = pypi.download_wheel(source, Path(pip), deadline_s(source.size))
+                chunks = _stream_path(str(wheel))
+            elif origin.is_url:
+                chunks = _stream_url(origin.location, started + deadline_s(source.size))
+            else:
+                chunks = _stream_path(origin.location)
             with closing(chunks):  # a connection given up on is closed now, not when collected
                 _copy_limited(chunks, out, source, origin.label, started, log)
         verify_file(tmp, source, origin.label)

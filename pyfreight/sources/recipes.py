@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from pyfreight.datafiles import load_yaml, shown
 from pyfreight.errors import PyfreightError
@@ -17,12 +18,21 @@ class DebianLocation:
 
 
 @dataclass(frozen=True)
+class PypiLocation:
+    """A wheel on the package index pip is configured with (never named here)."""
+
+    project: str
+    version: str
+
+
+@dataclass(frozen=True)
 class Source:
     file: str
     sha256: str
     size: int
     urls: tuple[str, ...]
     debian: DebianLocation | None
+    pypi: PypiLocation | None = None
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,8 @@ class Recipe:
     sources: tuple[Source, ...]
     directory: Path
     purl: str | None = None
+    # operating system (a target's uv_platform os) -> why the recipe is not built for it
+    unavailable_on: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def build_script(self) -> Path:
@@ -73,6 +85,7 @@ def load_recipe(directory: Path) -> Recipe:
         sources=sources,
         directory=directory,
         purl=data.get("purl"),
+        unavailable_on=MappingProxyType(dict(data.get("unavailable_on", {}))),
     )
 
 

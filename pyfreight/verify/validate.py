@@ -313,7 +313,7 @@ def _object_problems(build: Path, spec: Target) -> list[Problem]:
             newer = {
                 f"{symbol}@GLIBC_{'.'.join(map(str, version))}"
                 for symbol, version in object_glibc_references(data).items()
-                if version > spec.libc_ceiling
+                if version > spec.ceiling
             }
             if newer:
                 where = f"{member}({name})" if name else member

@@ -6,9 +6,9 @@ cd sqlite3-3.53.4
 # --fts3 ... --dbstat: the extensions CPython's own builds enable. Math functions,
 #   JSON and loadable extensions are on by default.
 # FTS3_PARENTHESIS (AND/OR/NOT in FTS queries) has no configure switch.
-# CC_FOR_BUILD: the image has no "cc" to build jimsh0 with; use clang-19 for the
-#   build machine (CC without its --target/--sysroot).
-CFLAGS="$CFLAGS -DSQLITE_ENABLE_FTS3_PARENTHESIS" CC_FOR_BUILD="${CC%% *}" \
+# CC_FOR_BUILD: the image has no "cc" to build jimsh0 with; $BUILD_CC builds for
+#   the build machine.
+CFLAGS="$CFLAGS -DSQLITE_ENABLE_FTS3_PARENTHESIS" CC_FOR_BUILD="$BUILD_CC" \
 ./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --disable-shared --enable-static \
   --disable-tcl --disable-readline \
   --fts3 --fts4 --fts5 --rtree --geopoly --dbstat

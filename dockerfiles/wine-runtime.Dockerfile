@@ -1,0 +1,19 @@
+# The runtime image of a Windows target (targets/*.yaml `run: wine`): Debian's Wine,
+# pinned, on the build image's own Debian. Built by `pyfreight images`; BASE is the base
+# image's tag, PACKAGES the pinned `package=version` list (apt refuses another version).
+ARG BASE
+FROM ${BASE}
+ARG PACKAGES
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ${PACKAGES} \
+ && apt-get clean && rm -rf /var/lib/apt/lists/*
+
+# Windows programs run as this unprivileged user (Wine refuses a prefix another user
+# owns), headless, without Wine's debug channels, in a prefix made here once so that no
+# run spends seconds creating one. `wine64 PROGRAM.exe` runs a program.
+RUN useradd --uid 1000 --user-group --home-dir /home/runner --create-home runner \
+ && ln -s /usr/lib/wine/wine64 /usr/local/bin/wine64
+USER runner
+ENV WINEDEBUG=-all WINEPREFIX=/home/runner/.wine
+RUN wine64 wineboot --init && wineserver64 --wait 2>/dev/null || /usr/lib/wine/wineserver64 --wait
+USER root

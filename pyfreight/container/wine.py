@@ -1,0 +1,41 @@
+"""Running a Windows target's programs here: under Wine, in the target's runtime image
+(targets/*.yaml `run: wine`), with no network, as the image's unprivileged user that owns
+the Wine prefix made when the image was built."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from pyfreight.container.images import ensure_runtime_image
+from pyfreight.container.run import Mount, RunResult, RunSpec, run
+from pyfreight.paths import Workspace
+from pyfreight.targets import Target
+
+WINE = "wine64"  # on PATH in the runtime image (dockerfiles/wine-runtime.Dockerfile)
+RUNNER = "1000:1000"  # the image's `runner`, owner of the Wine prefix
+FOLDER = "/work"  # where the folder holding the program is mounted (Wine's Z:\work)
+
+
+def run_windows_program(
+    target: Target,
+    ws: Workspace,
+    folder: Path,
+    program: str,
+    arguments: Sequence[str] = (),
+    what: str = "",
+    check: bool = True,
+) -> RunResult:
+    """Runs `folder`/`program` (a path relative to `folder`, which is mounted read-only)
+    with `arguments` under Wine, in `folder`; returns what it printed."""
+    image = ensure_runtime_image(ws, target)
+    spec = RunSpec(
+        image=image,
+        command=[WINE, f"{FOLDER}/{program}", *arguments],
+        what=what or f"{program} under Wine",
+        mounts=[Mount(folder, FOLDER)],
+        user=RUNNER,
+        workdir=FOLDER,
+        name_hint="wine",
+    )
+    return run(spec, check=check)

@@ -1,0 +1,105 @@
+"""The Windows target's data and what it decides, without containers: the toolchain it
+gets, the recipes it builds, the builds it refuses (and says why), and the pinned zig
+wheel's fetching by pip."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pyfreight.deps.graph import for_os
+from pyfreight.errors import PyfreightError
+from pyfreight.publish.matrix import release_matrix
+from pyfreight.sources import pypi
+from pyfreight.sources.recipes import PypiLocation, load_all, load_recipe
+from pyfreight.targets import all_targets
+from pyfreight.toolchain import build_environment
+from tests.conftest import make_source, pyfreight_cli, write_recipe
+
+WINDOWS = next(t for t in all_targets().values() if t.runner == "wine")
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_target_is_pe_built_with_the_pinned_zig_and_run_by_wine():
+    assert WINDOWS.binary_format == "pe" and WINDOWS.pe_machine == "AMD64" and WINDOWS.loader is None
+    assert WINDOWS.zig is not None and WINDOWS.zig.pypi is not None
+    assert (
+        WINDOWS.zig.file.startswith(f"ziglang-{WINDOWS.zig.pypi.version}-") and len(WINDOWS.zig.sha256) == 64
+    )
+    assert WINDOWS.os == "windows" and not WINDOWS.native and WINDOWS.emulator is None
+    assert dict(WINDOWS.wine_packages) and WINDOWS.libc_ceiling is None
+
+
+def test_its_recipes_get_zigs_compiler_and_the_pe_flags():
+    env = build_environment(WINDOWS, jobs=2, source_date_epoch=0)
+    assert env["CC"].split()[:3] == ["/sysroot/bin/zig-cc", "-target", WINDOWS.clang_triple]
+    assert "-g0" in env["CC"].split()  # else zig writes the command line and build folder into objects
+    assert env["TARGET_OS"] == "windows" and env["CROSS_HOST"] == WINDOWS.recipe_env["CROSS_HOST"]
+    assert "-fstack-clash-protection" not in env["CFLAGS"] and WINDOWS.control_flow_cflags in env["CFLAGS"]
+    assert "-z" not in env["LDFLAGS"] and "QEMU_LD_PREFIX" not in env
+    assert env["ZIG_GLOBAL_CACHE_DIR"].startswith("/sysroot/")
+
+
+def test_recipes_unavailable_on_windows_are_left_out_with_their_reason():
+    recipes = load_all()
+    kept = for_os(recipes, "windows", None)
+    assert {"zlib", "openssl", "sqlite", "libffi", "xz", "zstd", "bzip2", "expat", "mpdecimal"} <= set(kept)
+    assert not {"ncurses", "libedit", "libuuid", "libx11"} & set(kept)
+    assert set(for_os(recipes, "linux", None)) == set(recipes)
+    with pytest.raises(PyfreightError, match=r"recipe ncurses is not built for windows: Windows has its own"):
+        for_os(recipes, "windows", ["zlib", "ncurses"])
+
+
+def test_a_recipe_for_windows_may_not_need_one_that_is_not(tmp_path):
+    write_recipe(tmp_path, "curses", unavailable_on={"windows": "a Unix terminal library"})
+    write_recipe(tmp_path, "editor", depends=["curses"])
+    recipes = {d.name: load_recipe(d) for d in sorted(tmp_path.iterdir())}
+    with pytest.raises(PyfreightError, match=r"recipe editor is built for windows but depends on curses"):
+        for_os(recipes, "windows", None)
+
+
+def test_naming_an_unavailable_recipe_is_one_line_with_the_reason():
+    proc = pyfreight_cli("deps", "--target", WINDOWS.make_name, "ncurses")
+    assert proc.returncode == 1
+    reason = " ".join(load_all()["ncurses"].unavailable_on["windows"].split())
+    assert proc.stderr.strip().splitlines() == [f"error: recipe ncurses is not built for windows: {reason}"]
+
+
+def test_a_cpython_build_is_refused_with_the_datas_reason():
+    proc = pyfreight_cli("build", "--target", WINDOWS.make_name, "--options", "noopt")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    reason = " ".join((WINDOWS.cpython_unavailable or "").split())
+    assert proc.stderr.strip().splitlines() == [f"error: {WINDOWS.triple}: {reason}"]
+
+
+def test_the_release_matrix_has_no_windows_build_yet():
+    assert all(entry.spec.target != WINDOWS for entry in release_matrix())
+
+
+def test_make_names_the_deps_command():
+    proc = subprocess.run(
+        ["make", "-n", f"{WINDOWS.make_name}-deps"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"pyfreight deps --target {WINDOWS.make_name}" in proc.stdout
+
+
+def test_a_wheels_platform_tags_come_from_its_name():
+    assert pypi.wheel_platforms("ziglang-0.17.1-py3-none-manylinux_2_12_x86_64.musllinux_1_1_x86_64.whl") == [
+        "manylinux_2_12_x86_64",
+        "musllinux_1_1_x86_64",
+    ]
+    with pytest.raises(PyfreightError, match=r"not a wheel's file name"):
+        pypi.wheel_platforms("ziglang-0.17.1.tar.gz")
+
+
+def test_a_wheel_pip_cannot_find_fails_that_origin_with_pips_reason(tmp_path):
+    pinned = make_source(tmp_path, "nosuchproject_pyfreight-0.0.1-py3-none-any.whl")
+    source = type(pinned)(
+        file=pinned.file, sha256=pinned.sha256, size=pinned.size, urls=(), debian=None,
+        pypi=PypiLocation(project="nosuchproject-pyfreight", version="0.0.1"),
+    )  # fmt: skip
+    with pytest.raises(OSError, match=r"pip download failed: "):
+        pypi.download_wheel(source, tmp_path, timeout_s=120)

@@ -1,0 +1,112 @@
+"""The Windows target (x86_64-pc-windows-gnullvm), as far as it is built: its
+dependencies cross-built by the README's `make windows-x86_64-deps` in the zig build
+image with no network, checked as Windows objects, and used for real by one program
+linked against all of them that runs under Wine in the target's runtime image."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pyfreight import toolchain
+from pyfreight.container.images import ensure_images
+from pyfreight.container.run import Mount, RunSpec, run
+from pyfreight.container.wine import run_windows_program
+from pyfreight.formats import arfile
+from pyfreight.formats.tarball import extract
+from pyfreight.paths import default_workspace
+from pyfreight.sources.recipes import load_all
+from pyfreight.targets import all_targets
+
+WINDOWS = next(t for t in all_targets().values() if t.runner == "wine")
+pytestmark = [pytest.mark.container, pytest.mark.part(WINDOWS.triple)]
+REPO = Path(__file__).resolve().parent.parent
+SMOKE = Path(__file__).parent / "windows" / "deps_smoke.c"
+COFF_AMD64 = b"\x64\x86"  # IMAGE_FILE_MACHINE_AMD64, little-endian, a COFF object's first bytes
+# What the smoke program links: every library the Windows recipes make, then the
+# Windows libraries OpenSSL needs.
+LIBRARIES = "-lz -lbz2 -llzma -lzstd -lsqlite3 -lexpat -lmpdec -lffi -lssl -lcrypto"
+LIBRARIES += " -lws2_32 -lcrypt32 -ladvapi32 -luser32"
+STATIC_DEFINES = "-DLZMA_API_STATIC -DXML_STATIC -DFFI_STATIC_BUILD"
+
+
+@pytest.fixture(scope="module")
+def windows_deps() -> dict[str, Path]:
+    """`make windows-x86_64-deps`, as the README says; the artifacts it lists."""
+    proc = subprocess.run(
+        ["make", f"{WINDOWS.make_name}-deps"], cwd=REPO, capture_output=True, text=True, timeout=3600
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    listed = dict(re.findall(r"^(\S+)\s+(/\S+\.tar)$", proc.stdout, re.M))
+    return {name: Path(path) for name, path in listed.items()}
+
+
+def test_every_recipe_for_windows_is_built_and_no_other(windows_deps):
+    expected = {name for name, recipe in load_all().items() if "windows" not in recipe.unavailable_on}
+    assert set(windows_deps) == expected
+    assert {"zlib", "openssl", "sqlite", "libffi"} <= expected and "ncurses" not in expected
+
+
+def test_the_static_libraries_hold_only_amd64_coff_objects(windows_deps):
+    for name, artifact in windows_deps.items():
+        with subprocess.Popen(["tar", "tf", str(artifact)], stdout=subprocess.PIPE, text=True) as listing:
+            members = listing.communicate()[0].split()
+        libraries = [m for m in members if m.startswith("lib/") and m.endswith(".a")]
+        assert libraries, f"{name}: no static library"
+        scratch = artifact.with_suffix(".check")
+        shutil.rmtree(scratch, ignore_errors=True)
+        extract(artifact, scratch)
+        try:
+            for library in libraries:
+                objects = arfile.members(scratch / library)
+                assert objects, library
+                for member, data in objects:
+                    assert data[:2] == COFF_AMD64, f"{name}: {library}({member}) is not an AMD64 COFF object"
+                    assert b"/build/work" not in data, f"{name}: {library}({member}) names the build folder"
+        finally:
+            shutil.rmtree(scratch)
+
+
+def test_a_program_linked_against_every_dependency_runs_under_wine(windows_deps, tmp_path):
+    ws = default_workspace()
+    prefix, out = tmp_path / "prefix", tmp_path / "out"
+    out.mkdir()
+    for artifact in windows_deps.values():
+        extract(artifact, prefix)
+    shutil.copy(SMOKE, out / SMOKE.name)
+    out.chmod(0o777)  # the build image's unprivileged builder writes the program here
+    image = ensure_images(ws, WINDOWS)
+    env = toolchain.build_environment(WINDOWS, jobs=1, source_date_epoch=0)
+    compile_and_link = (
+        f"$CC $CFLAGS {STATIC_DEFINES} -I{toolchain.PREFIX}/include /out/{SMOKE.name} -o /out/smoke.exe "
+        f"$LDFLAGS {LIBRARIES}"
+    )
+    run(
+        RunSpec(
+            image=image.tag,
+            command=["bash", "-euc", compile_and_link],
+            what="linking the Windows smoke program",
+            mounts=[Mount(prefix, toolchain.PREFIX), Mount(out, "/out", read_only=False)],
+            env=env,
+            user="1000:1000",
+        )
+    )
+    assert (out / "smoke.exe").read_bytes()[:2] == b"MZ"
+    printed = run_windows_program(WINDOWS, ws, out, "smoke.exe", what="the Windows smoke program").stdout
+    lines = dict(line.split(" ", 1) for line in printed.replace("\r", "").splitlines() if " " in line)
+    versions = {name: recipe.version for name, recipe in load_all().items()}
+    assert lines["zlib"] == f"{versions['zlib']} 1"
+    assert lines["bzip2"] == "1"
+    assert lines["xz"] == f"{versions['xz']} 1"
+    assert lines["zstd"] == f"{versions['zstd']} 1"
+    assert lines["sqlite"] == "1|static libraries|3"
+    assert lines["expat"] == "4"
+    assert lines["mpdecimal"] == "0.142857142857142857142857142857"
+    assert lines["libffi"] == "2000000000042"
+    # SHA-256 of "abc" (FIPS 180-2, appendix B.1)
+    sha_abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert lines["openssl"] == f"{versions['openssl']} {sha_abc}"
