@@ -23,12 +23,14 @@ RUN useradd --uid 1000 --user-group --home-dir /tmp --no-create-home builder \
  && mkdir -p /tools/deps /build/work && chown -R 1000:1000 /tools /build
 
 # A zig sysroot (targets/*.yaml `sysroot: zig`, Windows) compiles its C start-up code,
-# compiler runtime and import libraries on first use, into its cache: done here once, as
-# the builder, so that every build finds them compiled. Empty for every other target.
+# compiler runtime, C++ library and import libraries on first use, into its cache: done
+# here once, as the builder, so that every build (and every configure that links a C++
+# test program) finds them compiled. ZIG_WARM is the compile of warm.c and warm.cc;
+# empty for every other target.
 ARG ZIG_WARM=
 RUN if [ -n "$ZIG_WARM" ]; then \
       install -d -o builder -g builder /sysroot/zig-cache \
-      && printf 'int main(void) { return 0; }\n' > /tmp/warm.c \
-      && su builder -s /bin/sh -c "cd /tmp && ZIG_GLOBAL_CACHE_DIR=/sysroot/zig-cache $ZIG_WARM warm.c -o warm.exe" \
+      && printf 'int main(void) { return 0; }\n' | tee /tmp/warm.c > /tmp/warm.cc \
+      && su builder -s /bin/sh -c "cd /tmp && export ZIG_GLOBAL_CACHE_DIR=/sysroot/zig-cache && $ZIG_WARM" \
       && rm /tmp/warm.*; \
     fi

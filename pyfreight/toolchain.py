@@ -124,9 +124,12 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
 
 
 def zig_warm_command(target: Target) -> str:
-    """The compile that fills a zig sysroot's cache in the build image: a program
-    built as every build will build one, so that the pieces it needs are there."""
-    return f"{compiler_commands(target)[0]} {common_cflags(target)}"
+    """The compiles that fill a zig sysroot's cache in the build image: a C and a C++
+    program (warm.c, warm.cc) built as every build will build one, so that the pieces
+    they need are there."""
+    cc, cxx = compiler_commands(target)
+    flags = common_cflags(target)
+    return f"{cc} {flags} warm.c -o warm.exe && {cxx} {flags} warm.cc -o warm-cxx.exe"
 
 
 def keyed_settings(target: Target) -> dict[str, str]:

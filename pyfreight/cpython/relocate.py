@@ -24,7 +24,7 @@ def _compilers() -> tuple[dict[str, str], re.Pattern[str]]:
     """The build's compilers, of every target, and what each becomes: the host's cc/c++
     (matched longest first). Computed on first use, not at import: it reads the targets,
     which every command importing this module would otherwise pay for at start."""
-    commands = {}
+    commands: dict[str, str] = {}
     for found in all_targets().values():
         cc, cxx = toolchain.compiler_commands(found)
         commands |= {cc: "cc", cxx: "c++"}
