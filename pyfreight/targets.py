@@ -51,7 +51,8 @@ class Target:
     # CPython configure's answers for a cross build (cache variables), from the data
     cpython_configure_answers: MappingProxyType[str, str]
     cpython_ldflags: str  # build-only flags of CPython's own links
-    cpython_unavailable: str | None  # why CPython itself cannot be built for it yet
+    cpython_build: str  # "configure" or "visual-studio-projects": how CPython is built for it
+    unfinished: MappingProxyType[str, str]  # step ("archives", "check_install") -> why not yet
     unavailable_options: MappingProxyType[str, str]  # "pgo"/"lto" -> why the target cannot have it
     release_options: tuple[str, ...]  # the builds a release carries for this target
     cross_cc: str | None  # a compiler here that links for the target (embed --cc)
@@ -68,6 +69,11 @@ class Target:
         """Whether this machine builds and runs the target's code as its own; any other
         target is cross-compiled and its programs run through an emulator or Wine."""
         return self.runner == "native"
+
+    def require(self, step: str) -> None:
+        """Stops, with the data's reason, when `step` is not made for this target yet."""
+        if step in self.unfinished:
+            raise PyfreightError(f"{self.triple}: {' '.join(self.unfinished[step].split())}")
 
     @property
     def os(self) -> str:
@@ -134,7 +140,8 @@ class Target:
             wine_packages=MappingProxyType(dict(run["wine"]["packages"]) if run_kind == "wine" else {}),
             cpython_configure_answers=MappingProxyType(dict(data.get("cpython_configure_answers", {}))),
             cpython_ldflags=data.get("cpython_ldflags", ""),
-            cpython_unavailable=data.get("cpython_unavailable"),
+            cpython_build=data.get("cpython_build", "configure"),
+            unfinished=MappingProxyType(dict(data.get("unfinished", {}))),
             unavailable_options=MappingProxyType(dict(data.get("unavailable_options", {}))),
             release_options=tuple(data["release_options"]),
             cross_cc=data.get("cross_cc", {}).get("command"),

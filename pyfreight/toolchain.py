@@ -88,6 +88,8 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
     emulation |= target.emulator_env
     if target.zig is not None:
         emulation["ZIG_GLOBAL_CACHE_DIR"] = ZIG_CACHE
+    if target.binary_format == "pe":  # Windows resources (.rc), with the sysroot's headers
+        emulation["RC"] = emulation["WINDRES"] = resource_compiler(target)
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp",
@@ -121,6 +123,18 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
         **emulation,
         **target.recipe_env,
     }
+
+
+# GNU windres's name of each PE machine (llvm-windres --target).
+WINDRES_TARGETS = {"AMD64": "pe-x86-64", "ARM64": "pe-aarch64-little"}
+
+
+def resource_compiler(target: Target) -> str:
+    """$RC and $WINDRES of a PE target: LLVM's windres for its machine, preprocessing
+    with the sysroot's mingw-w64 headers (winresrc.h, winver.h)."""
+    assert target.pe_machine is not None, f"{target.triple} makes no PE files"
+    headers = f"{SYSROOT}/zig/lib/libc/include/any-windows-any"
+    return f"llvm-windres-{LLVM} --target={WINDRES_TARGETS[target.pe_machine]} --preprocessor-arg=-I{headers}"
 
 
 def zig_warm_command(target: Target) -> str:

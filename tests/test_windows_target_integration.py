@@ -1,10 +1,13 @@
 """The Windows target (x86_64-pc-windows-gnullvm), as far as it is built: its
 dependencies cross-built by the README's `make windows-x86_64-deps` in the zig build
 image with no network, checked as Windows objects, and used for real by one program
-linked against all of them that runs under Wine in the target's runtime image."""
+linked against all of them that runs under Wine in the target's runtime image; then the
+interpreter built from CPython's own Visual Studio projects, run under Wine from a
+folder it was not built in, and packing it refused with the target data's reason."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -16,11 +19,13 @@ from pyfreight import toolchain
 from pyfreight.container.images import ensure_images
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.container.wine import run_windows_program
+from pyfreight.cpython.versions import cpython_source
 from pyfreight.formats import arfile
 from pyfreight.formats.tarball import extract
 from pyfreight.paths import default_workspace
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import all_targets
+from tests.conftest import pyfreight_cli
 
 WINDOWS = next(t for t in all_targets().values() if t.runner == "wine")
 pytestmark = [pytest.mark.container, pytest.mark.part(WINDOWS.triple)]
@@ -110,3 +115,53 @@ def test_a_program_linked_against_every_dependency_runs_under_wine(windows_deps,
     # SHA-256 of "abc" (FIPS 180-2, appendix B.1)
     sha_abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     assert lines["openssl"] == f"{versions['openssl']} {sha_abc}"
+
+
+@pytest.fixture(scope="module")
+def windows_tree() -> Path:
+    """The Windows interpreter's tree, built as docs/targets.md says."""
+    proc = pyfreight_cli(
+        "build", "--target", WINDOWS.make_name, "--options", "noopt", "--no-dist", "--no-check"
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    tree = Path(re.findall(r"^install tree: (\S+)$", proc.stdout, re.M)[-1])
+    assert (tree / "python.exe").read_bytes()[:2] == b"MZ"
+    return tree
+
+
+PROBE = r"""
+import sys, os, json, hashlib, zlib, pathlib, re, decimal
+data = b"pyfreight " * 100
+print(json.dumps({
+    "version": sys.version.split()[0],
+    "platform": sys.platform,
+    "prefix_is_here": os.path.samefile(sys.prefix, os.path.dirname(sys.executable)),
+    "sha256": hashlib.sha256(b"abc").hexdigest(),
+    "zlib": zlib.decompress(zlib.compress(data)) == data,
+    "decimal": str(decimal.Decimal(1) / decimal.Decimal(7)),
+    "builtins": len(sys.builtin_module_names),
+}))
+"""
+
+
+def test_the_interpreter_runs_under_wine_from_any_folder(windows_tree, tmp_path):
+    moved = tmp_path / "elsewhere" / "python"
+    shutil.copytree(windows_tree, moved, symlinks=True)
+    (moved.parent / "probe.py").write_text(PROBE)
+    moved.parent.chmod(0o755)
+    result = run_windows_program(
+        WINDOWS, default_workspace(), moved.parent, "python/python.exe", ["probe.py"]
+    )
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found["version"] == cpython_source(None).version and found["platform"] == "win32"
+    assert found["prefix_is_here"] is True  # the prefix is found beside python.exe, wherever it is
+    assert found["sha256"] == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert found["zlib"] is True and found["decimal"] == "0.1428571428571428571428571429"
+    assert found["builtins"] > 60
+
+
+def test_packing_a_windows_build_is_refused_with_the_datas_reason(windows_tree):
+    proc = pyfreight_cli("build", "--target", WINDOWS.make_name, "--options", "noopt", "--no-check")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    reason = " ".join(WINDOWS.unfinished["archives"].split())
+    assert proc.stderr.strip().splitlines()[-1] == f"error: {WINDOWS.triple}: {reason}"

@@ -210,6 +210,7 @@ def write_distribution(
 ) -> WrittenArchives:
     """The three archives of `build` in `dist`, reused when an earlier run wrote them from
     the same inputs and they are still intact."""
+    build.spec.target.require("archives")
     release = release or default_release(build, ws)
     paths = archive_paths(build, dist, release)
     key = distribution_key(build, release)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pyfreight.container import images
 from pyfreight.container.build_job import BuildJob, job_key, run_build_job
-from pyfreight.cpython import relocate
-from pyfreight.cpython.options import INSTALL_PREFIX, BuildOptions, compiler_env, configure_args
+from pyfreight.cpython import relocate, windows_projects
+from pyfreight.cpython.options import INSTALL_PREFIX, OUTPUT_DIR, BuildOptions, compiler_env, configure_args
 from pyfreight.cpython.progress import CPythonPhases
 from pyfreight.cpython.setup_local import (
     load_extension_data,
@@ -41,9 +41,7 @@ CPYTHON_DIR = REPO_ROOT / "cpython"
 CPYTHON_PATCHES_DIR = REPO_ROOT / "cpython-patches"
 # Files of cpython/ the container build uses.
 RECIPE_FILES = ("build.sh", "export-build.sh", "print-vars.mk", "tkinter-tcl-library.py")
-# Inside the build container: where build.sh leaves outputs other than the install
-# tree (the merged PGO profile), and where a saved profile is handed in.
-OUTPUT_DIR = "/outputs"
+# Inside the build container: where a saved profile is handed in.
 PGO_PROFILE_INPUT = "/inputs/recipe/pgo.profdata"
 
 
@@ -90,18 +88,26 @@ def build_cpython(
     spec.check_target_has()
     _check_profile(options, pgo_profile)
     tarball = fetch_source(src.source, ws.downloads, log=say)
-    origin = f"{src.top_dir}/Modules/Setup.stdlib.in"
-    modules = parse_setup(read_member(tarball, origin).decode())
-    extension_data = load_extension_data()
-    setup_local = render_setup_local(modules, extension_data, origin, options.static)
-    deps = build_deps(required_recipes(modules, extension_data), target, ws, parallel=2, jobs=jobs)
-    build_python = None
-    if not target.native:
-        machine = build_machine_target()
-        say(f"cpython {src.version} {options}: for {target.triple}; build python: {machine.triple} noopt")
-        build_python = build_cpython(BuildSpec(spec.version, BuildOptions.parse("noopt"), machine), ws, jobs)
-    image = images.ensure_images(ws, target)
-    job = _cpython_job(src, options, target, setup_local, deps.artifacts, pgo_profile, build_python)
+    if target.cpython_build == "visual-studio-projects":
+        deps = build_deps(None, target, ws, parallel=2, jobs=jobs)  # every recipe the target has
+        image = images.ensure_images(ws, target)
+        files, env = windows_projects.job_inputs(src, options, target, tarball, ws.scratch)
+        job = _job(src, files | patches_for(src, options, target), env, deps.artifacts)
+    else:
+        origin = f"{src.top_dir}/Modules/Setup.stdlib.in"
+        modules = parse_setup(read_member(tarball, origin).decode())
+        extension_data = load_extension_data()
+        setup_local = render_setup_local(modules, extension_data, origin, options.static)
+        deps = build_deps(required_recipes(modules, extension_data), target, ws, parallel=2, jobs=jobs)
+        build_python = None
+        if not target.native:
+            machine = build_machine_target()
+            say(f"cpython {src.version} {options}: for {target.triple}; build python: {machine.triple} noopt")
+            build_python = build_cpython(
+                BuildSpec(spec.version, BuildOptions.parse("noopt"), machine), ws, jobs
+            )
+        image = images.ensure_images(ws, target)
+        job = _cpython_job(src, options, target, setup_local, deps.artifacts, pgo_profile, build_python)
     key = job_key(job, image, target)
 
     stem = spec.folder_stem
@@ -137,8 +143,9 @@ def build_cpython(
                 raise PyfreightError(f"the {options} build left no merged PGO profile; see {log}")
             made.replace(build.profile)
         _replace(build.objects, outputs_dir / "build")
-        say(f"cpython {src.version} {options}: making the tree relocatable")
-        relocate.make_relocatable(install, src.version)
+        if target.cpython_build == "configure":  # a Windows tree finds its prefix beside python.exe
+            say(f"cpython {src.version} {options}: making the tree relocatable")
+            relocate.make_relocatable(install, src.version)
         _replace(build.tree, install)
     tree = build.tree
     write_tar(build.artifact, ((f"install/{p}", tree / p) for p in walk_sorted(tree)), epoch)
@@ -156,6 +163,29 @@ def _replace(dest: Path, new: Path) -> None:
     shutil.move(new, dest)
 
 
+def patches_for(src: CPythonSource, options: BuildOptions, target: Target) -> dict[str, Path | bytes]:
+    """Our patches for this build, staged as patches/<name> (the build script applies
+    them in name order) and hashed into the key like every file: those whose header
+    names the minor version (`Versions:`), and, where the header says, only for builds
+    with every modifier named (`Options: static`) or for targets of an operating system
+    named (`OS: windows`)."""
+    files: dict[str, Path | bytes] = {}
+    for patch in sorted(CPYTHON_PATCHES_DIR.glob("*.patch")):
+        text = patch.read_text()
+        versions = re.search(r"^Versions:(.*)$", text, re.MULTILINE)
+        if versions is None:
+            raise PyfreightError(f"{patch}: its header has no 'Versions:' line")
+        only = re.search(r"^Options:(.*)$", text, re.MULTILINE)
+        if only and not set(only[1].split()) <= set(options.modifiers):
+            continue
+        systems = re.search(r"^OS:(.*)$", text, re.MULTILINE)
+        if systems and target.os not in systems[1].split():
+            continue
+        if src.minor in versions[1].split():
+            files[f"patches/{patch.name}"] = patch
+    return files
+
+
 def _cpython_job(
     src: CPythonSource,
     options: BuildOptions,
@@ -170,18 +200,7 @@ def _cpython_job(
     artifact, and the configure arguments and compiler variables in the environment."""
     files: dict[str, Path | bytes] = {name: CPYTHON_DIR / name for name in RECIPE_FILES}
     files["Setup.local"] = setup_local.encode()
-    # The patches for this minor version, staged as patches/<name> (build.sh applies
-    # them in name order before configure) and hashed into the key like every file.
-    for patch in sorted(CPYTHON_PATCHES_DIR.glob("*.patch")):
-        versions = re.search(r"^Versions:(.*)$", patch.read_text(), re.MULTILINE)
-        if versions is None:
-            raise PyfreightError(f"{patch}: its header has no 'Versions:' line")
-        # `Options: static`: only for builds with every modifier named there.
-        only = re.search(r"^Options:(.*)$", patch.read_text(), re.MULTILINE)
-        if only and not set(only[1].split()) <= set(options.modifiers):
-            continue
-        if src.minor in versions[1].split():
-            files[f"patches/{patch.name}"] = patch
+    files |= patches_for(src, options, target)
     if pgo_profile:
         files[Path(PGO_PROFILE_INPUT).name] = pgo_profile
     env = compiler_env(options, target) | {
@@ -192,6 +211,20 @@ def _cpython_job(
         "OUTPUT_DIR": OUTPUT_DIR,
         "PGO_PROFILE": PGO_PROFILE_INPUT if pgo_profile else "",
     }
+    return _job(src, files, env, artifacts, build_python, {"relocate.py": Path(relocate.__file__)})
+
+
+def _job(
+    src: CPythonSource,
+    files: dict[str, Path | bytes],
+    env: dict[str, str],
+    artifacts: Mapping[str, Artifact],
+    build_python: CPythonBuild | None = None,
+    host_code: Mapping[str, Path] | None = None,
+) -> BuildJob:
+    """CPython's build job: its files and environment, the pinned source, and every
+    dependency artifact (and a cross build's build python) with their keys; `host_code`
+    is driver code that shapes the tree after the build (the key covers it too)."""
     dependency_keys = {name: a.key for name, a in sorted(artifacts.items())}
     dependency_artifacts = [artifacts[name].path for name in sorted(artifacts)]
     if build_python is not None:  # a cross build's build python (options.BUILD_PYTHON_PREFIX)
@@ -206,6 +239,5 @@ def _cpython_job(
         dependency_keys=dependency_keys,
         dependency_artifacts=dependency_artifacts,
         outputs=[INSTALL_PREFIX, OUTPUT_DIR],
-        # the host-side rewriting of the installed tree is part of the product
-        host_code={"relocate.py": Path(relocate.__file__)},
+        host_code=dict(host_code or {}),
     )

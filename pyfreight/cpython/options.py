@@ -12,6 +12,9 @@ from pyfreight.targets import Target
 
 BASE_OPTIONS = ("noopt", "debug", "lto", "pgo", "pgo+lto")
 INSTALL_PREFIX = "/install"  # inside the container; scrubbed from the installed tree
+# Inside the build container: where a build leaves outputs other than the install tree
+# (the exported build folder, the merged PGO profile).
+OUTPUT_DIR = "/outputs"
 # A cross build's build python: the build machine's CPython artifact of the same version,
 # unpacked into the prefix with the dependencies (its members are install/…).
 BUILD_PYTHON_PREFIX = f"{toolchain.PREFIX}/install"

@@ -59,11 +59,8 @@ class BuildSpec:
         return pinned
 
     def check_target_has(self) -> None:
-        """Refuses an option the target's data says it cannot have, with the data's reason
-        (and any build of a target CPython cannot be built for yet)."""
+        """Refuses an option the target's data says it cannot have, with the data's reason."""
         options, triple = self.options, self.target.triple
-        if self.target.cpython_unavailable:
-            raise PyfreightError(f"{triple}: {' '.join(self.target.cpython_unavailable.split())}")
         for feature, wanted in (("pgo", options.pgo), ("lto", options.lto)):
             reason = self.target.unavailable_options.get(feature)
             if wanted and reason:

@@ -33,12 +33,12 @@ class MatrixEntry:
 def release_matrix() -> list[MatrixEntry]:
     """Every build of a release, by target, version and option. An option a target's
     data refuses stops here, with the data's reason, not hours into a workflow. A target
-    CPython cannot be built for yet (`cpython_unavailable`) has no builds."""
+    whose archives are not made yet (`unfinished: archives`) has no builds."""
     _, versions = load_versions()
     return [
         MatrixEntry(BuildSpec.resolve(cpython, text, target))
         for target in sorted(all_targets().values(), key=lambda t: t.triple)
-        if target.cpython_unavailable is None
+        if "archives" not in target.unfinished
         for cpython in versions
         for text in target.release_options
     ]

@@ -154,6 +154,7 @@ def check_build(build: CPythonBuild, ws: Workspace, tests: str = "subset") -> bo
     """check-install of a build's tree, skipped when it passed before with the same
     inputs: the build, the checks (the driver's code and the test-suite list) and the
     image they run in. Only a pass is recorded, so a failure is always run again."""
+    build.spec.target.require("check_install")
     key = json_sha256(
         {
             "build": build.key,

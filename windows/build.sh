@@ -1,0 +1,52 @@
+# Builds CPython for Windows in the build container (no network) from its own Visual
+# Studio projects: windows.mk, which pyfreight/cpython/windows_projects.py wrote from
+# PCbuild/*.vcxproj, compiles and links; this script does what the projects' own build
+# steps would (the frozen modules), runs it, and lays the tree out in $INSTALL_DIR as
+# Windows users know it: python.exe at the top, Lib/, DLLs/, include/, libs/.
+# Inputs from the driver: PY_TARBALL, PY_TOPDIR, FROZEN_DIR and the toolchain variables.
+tar xf "$SRC/$PY_TARBALL"
+cd "$PY_TOPDIR"
+source_dir="$PWD"
+for p in "$RECIPE_DIR"/patches/*.patch; do
+  [ -e "$p" ] || continue
+  echo "applying $(basename "$p")"
+  patch -p1 --forward --fuzz=0 --no-backup-if-mismatch < "$p"
+done
+
+# The frozen modules are marshalled code objects, the same bytes on every platform:
+# a native _freeze_module of this very source writes them, as the projects' own
+# _freeze_module.exe would on Windows.
+mkdir -p ../native
+(
+  cd ../native
+  env -u CFLAGS -u CPPFLAGS -u LDFLAGS -u CXXFLAGS PKG_CONFIG_LIBDIR=/nonexistent CC="$BUILD_CC" \
+    "$source_dir/configure" --without-ensurepip > configure.log
+  make -j"$JOBS" Programs/_freeze_module > freeze-module.log
+  frozen=$(make -s -f Makefile -f - print-frozen <<< 'print-frozen: ; @echo $(FROZEN_FILES_OUT)')
+  # shellcheck disable=SC2086  # a list of file names
+  make -j"$JOBS" $frozen > frozen.log
+  mkdir -p "$FROZEN_DIR/Python"
+  cp -r Python/frozen_modules "$FROZEN_DIR/Python/"
+)
+
+# getbuildinfo.c's date and time are the source's (zig refuses __DATE__ and __TIME__).
+build_date=$(date -u -d "@$SOURCE_DATE_EPOCH" '+%b %d %Y')
+build_time=$(date -u -d "@$SOURCE_DATE_EPOCH" '+%H:%M:%S')
+mkdir -p ../windows-build
+cd ../windows-build
+make -f "$RECIPE_DIR/windows.mk" -j"$JOBS" BUILD_DATE="$build_date" BUILD_TIME="$build_time"
+
+# The tree. The interpreter finds its prefix beside python.exe (Lib/os.py), so the
+# tree runs from any folder.
+version_dll=$(ls python3*.dll)
+install -d "$INSTALL_DIR/DLLs" "$INSTALL_DIR/libs" "$INSTALL_DIR/include"
+install -m 0755 python.exe pythonw.exe "$version_dll" "$INSTALL_DIR/"
+install -m 0644 libs/*.lib "$INSTALL_DIR/libs/"
+cp -r "$source_dir/Lib" "$INSTALL_DIR/Lib"
+cp -r "$source_dir/Include/." "$INSTALL_DIR/include/"
+cp "$source_dir/PC/pyconfig.h" "$INSTALL_DIR/include/"
+cp "$source_dir/LICENSE" "$INSTALL_DIR/LICENSE.txt"
+# What packers link against: every object, as the full archive will carry them.
+mkdir -p "$OUTPUT_DIR/build"
+cp -r obj "$OUTPUT_DIR/build/"
+cp "$RECIPE_DIR/windows.mk" "$OUTPUT_DIR/build/"
