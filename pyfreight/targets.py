@@ -33,7 +33,7 @@ class Target:
     debian_architecture: str  # of the sysroot's packages and of the runtime image
     sysroot: MappingProxyType[str, Any]  # Debian: suite, variant, pinned packages, kept paths
     zig: Source | None  # the pinned zig that is the whole sysroot (and compiler), if it is
-    control_flow_cflags: str  # the compiler flags of the target's control-flow protection
+    control_flow_cflags: str  # the compiler flags of the target's control-flow protection ("": none)
     compiler_flags: str  # of every compile and link, in $CC and $CXX (e.g. the compiler runtime)
     elf_machine: str | None  # pyelftools' e_machine name, for a target of ELF files
     loader: str | None  # PT_INTERP's file name, for a target of ELF files
@@ -123,7 +123,7 @@ class Target:
             debian_architecture=data["debian_architecture"],
             sysroot=MappingProxyType(dict(data["sysroot"])),
             zig=None if zig is None else _wheel_source(zig),
-            control_flow_cflags=data["control_flow_cflags"],
+            control_flow_cflags=data.get("control_flow_cflags", ""),
             compiler_flags=data.get("compiler_flags", ""),
             elf_machine=elf.get("machine"),
             loader=elf.get("loader"),

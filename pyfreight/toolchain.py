@@ -37,7 +37,7 @@ HARDENING_CFLAGS = {
 
 
 def common_cflags(target: Target) -> str:
-    hardening = f"{HARDENING_CFLAGS[target.binary_format]} {target.control_flow_cflags}"
+    hardening = f"{HARDENING_CFLAGS[target.binary_format]} {target.control_flow_cflags}".rstrip()
     return f"-O2 -fPIC -fvisibility=hidden {hardening} -ffile-prefix-map={WORK_DIR}=."
 
 

@@ -31,6 +31,7 @@ DATA_FILES = {
     "dockerfiles/images.yaml": "images.schema.json",
     "recipes/zlib/recipe.yaml": "recipe.schema.json",
     "targets/x86_64-unknown-linux-gnu.yaml": "target.schema.json",
+    "windows/projects.yaml": "windows-projects.schema.json",
 }
 SCHEMAS = sorted(p.name for p in SCHEMA_DIR.glob("*.schema.json"))
 

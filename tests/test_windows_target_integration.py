@@ -20,6 +20,7 @@ from pyfreight.container.images import ensure_images
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.container.wine import run_windows_program
 from pyfreight.cpython.versions import cpython_source
+from pyfreight.deps.recipe_build import ALLOWED_MENTION
 from pyfreight.formats import arfile
 from pyfreight.formats.tarball import extract
 from pyfreight.paths import default_workspace
@@ -71,7 +72,11 @@ def test_the_static_libraries_hold_only_amd64_coff_objects(windows_deps):
                 assert objects, library
                 for member, data in objects:
                     assert data[:2] == COFF_AMD64, f"{name}: {library}({member}) is not an AMD64 COFF object"
-                    assert b"/build/work" not in data, f"{name}: {library}({member}) names the build folder"
+                    # as the artifact check: OpenSSL records its flags, the prefix map's text among them
+                    scrubbed = data.replace(ALLOWED_MENTION, b"")
+                    assert b"/build/work" not in scrubbed, (
+                        f"{name}: {library}({member}) names the build folder"
+                    )
         finally:
             shutil.rmtree(scratch)
 

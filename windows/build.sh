@@ -16,15 +16,16 @@ done
 # The frozen modules are marshalled code objects, the same bytes on every platform:
 # a native _freeze_module of this very source writes them, as the projects' own
 # _freeze_module.exe would on Windows.
+# Nothing of the Windows toolchain's environment reaches this plain native build.
+native() { env -i PATH="$PATH" HOME="$HOME" LC_ALL=C.UTF-8 PKG_CONFIG_LIBDIR=/nonexistent "$@"; }
 mkdir -p ../native
 (
   cd ../native
-  env -u CFLAGS -u CPPFLAGS -u LDFLAGS -u CXXFLAGS PKG_CONFIG_LIBDIR=/nonexistent CC="$BUILD_CC" \
-    "$source_dir/configure" --without-ensurepip > configure.log
-  make -j"$JOBS" Programs/_freeze_module > freeze-module.log
-  frozen=$(make -s -f Makefile -f - print-frozen <<< 'print-frozen: ; @echo $(FROZEN_FILES_OUT)')
+  native CC="$BUILD_CC" "$source_dir/configure" --without-ensurepip > configure.log
+  native make -j"$JOBS" Programs/_freeze_module > freeze-module.log
+  frozen=$(native make -s -f Makefile -f - print-frozen <<< 'print-frozen: ; @echo $(FROZEN_FILES_OUT)')
   # shellcheck disable=SC2086  # a list of file names
-  make -j"$JOBS" $frozen > frozen.log
+  native make -j"$JOBS" $frozen > frozen.log
   mkdir -p "$FROZEN_DIR/Python"
   cp -r Python/frozen_modules "$FROZEN_DIR/Python/"
 )

@@ -61,7 +61,13 @@ class BuildSpec:
     def check_target_has(self) -> None:
         """Refuses an option the target's data says it cannot have, with the data's reason."""
         options, triple = self.options, self.target.triple
-        for feature, wanted in (("pgo", options.pgo), ("lto", options.lto)):
+        features = (
+            ("pgo", options.pgo),
+            ("lto", options.lto),
+            ("debug", options.base == "debug"),
+            ("freethreaded", options.freethreaded),
+        )
+        for feature, wanted in features:
             reason = self.target.unavailable_options.get(feature)
             if wanted and reason:
                 raise PyfreightError(f"{triple} cannot be built {options}: {reason}")

@@ -17,7 +17,7 @@ from pathlib import Path, PureWindowsPath
 from typing import Any
 
 from pyfreight import toolchain
-from pyfreight.cpython.options import INSTALL_PREFIX, OUTPUT_DIR, BuildOptions, compiler_env
+from pyfreight.cpython.options import INSTALL_PREFIX, OUTPUT_DIR, BuildOptions
 from pyfreight.cpython.versions import CPythonSource
 from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
@@ -78,7 +78,7 @@ def global_properties(target: Target, version: str, inner_source: str) -> dict[s
         "zlibNgDir": f"{toolchain.PREFIX}/include",
         "GeneratedZlibNgDir": f"{toolchain.PREFIX}/include",
     }
-    return dict(load_settings()["properties"]) | computed
+    return dict(load_settings()["msbuild_properties"]) | computed
 
 
 def _inside(item_include: str, inner_source: str) -> str:
@@ -181,7 +181,9 @@ def job_inputs(
     with tempfile.TemporaryDirectory(dir=scratch, prefix=owned("pcbuild")) as tmp:
         rules = makefile(read_pcbuild(tarball, src.top_dir, Path(tmp)), target, src.version, inner_source)
     files: dict[str, Path | bytes] = {"build.sh": WINDOWS_DIR / "build.sh", "windows.mk": rules.encode()}
-    env = compiler_env(options, target) | {
+    # The toolchain's own compiler variables (toolchain.build_environment) are the
+    # build's: the projects' definitions come through the Makefile.
+    env = {
         "INSTALL_DIR": INSTALL_PREFIX,
         "PY_TARBALL": src.source.file,
         "PY_TOPDIR": src.top_dir,
