@@ -3,7 +3,8 @@ dependencies cross-built by the README's `make windows-x86_64-deps` in the zig b
 image with no network, checked as Windows objects, and used for real by one program
 linked against all of them that runs under Wine in the target's runtime image; then the
 interpreter built from CPython's own Visual Studio projects, run under Wine from a
-folder it was not built in, and packing it refused with the target data's reason."""
+folder it was not built in, packing it refused with the target data's reason, and the
+tree built again to the same bytes."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from pyfreight.cpython.versions import cpython_source
 from pyfreight.deps.recipe_build import ALLOWED_MENTION
 from pyfreight.formats import arfile
 from pyfreight.formats.tarball import extract
+from pyfreight.hashing import file_sha256
 from pyfreight.paths import default_workspace
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import all_targets
@@ -170,3 +172,14 @@ def test_packing_a_windows_build_is_refused_with_the_datas_reason(windows_tree):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     reason = " ".join(WINDOWS.unfinished["archives"].split())
     assert proc.stderr.strip().splitlines()[-1] == f"error: {WINDOWS.triple}: {reason}"
+
+
+def test_building_the_tree_again_gives_the_same_bytes(windows_tree):
+    """The Windows tree is reproducible: --force builds it again from the same inputs."""
+    artifact = windows_tree.with_name(windows_tree.name + ".tar")
+    first = file_sha256(artifact)
+    proc = pyfreight_cli(
+        "build", "--target", WINDOWS.make_name, "--options", "noopt", "--no-dist", "--no-check", "--force"
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert file_sha256(artifact) == first

@@ -35,6 +35,11 @@ MSBUILD_PLATFORMS = {"AMD64": "x64", "ARM64": "ARM64"}
 # Inside the build container: the unpacked source, and the frozen modules' headers the
 # native _freeze_module writes (windows/build.sh), as the projects' $(GeneratedFrozenModulesDir).
 FROZEN_DIR = f"{toolchain.WORK_DIR}/frozen/"
+# Every link: -s, because zig's lld gives an unstripped PE image a random build id (a
+# CodeView record of the debug directory), so two links of the same objects differ.
+# Stripped, the same objects give the same bytes; the images carry no symbols anyway
+# (Windows' debug information lives in separate .pdb files).
+LINK_FLAGS = "-s"
 # The programs, each from its project: the console interpreter and the windowed one.
 PROGRAMS = {"python.exe": ("python", "-municode"), "pythonw.exe": ("pythonw", "-municode -mwindows")}
 
@@ -137,7 +142,7 @@ def makefile(pcbuild_root: Path, target: Target, version: str, inner_source: str
     lines += [
         f"{dll}: {' '.join(dll_objects)}",
         "\t@mkdir -p libs",
-        f"\t$(CC) $(LDFLAGS) -shared -o $@ $^ {link}",
+        f"\t$(CC) $(LDFLAGS) {LINK_FLAGS} -shared -o $@ $^ {link}",
         "",
     ]
     for program, (project_name, flags) in PROGRAMS.items():
@@ -147,7 +152,7 @@ def makefile(pcbuild_root: Path, target: Target, version: str, inner_source: str
         objects = " ".join(u.obj for u in units)
         lines += [
             f"{program}: {dll} {objects}",
-            f"\t$(CC) $(LDFLAGS) {flags} -o $@ {objects} libs/python{major_minor}.lib",
+            f"\t$(CC) $(LDFLAGS) {LINK_FLAGS} {flags} -o $@ {objects} libs/python{major_minor}.lib",
             "",
         ]
     return "\n".join(lines) + "\n"
