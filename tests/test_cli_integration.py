@@ -19,7 +19,9 @@ import pytest
 from pyfreight.archives.flavours import FLAVOURS, parse_full_name
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.spec import BuildSpec
-from tests.conftest import REPO, pyfreight_cli
+from pyfreight.paths import default_workspace
+from pyfreight.records import exclusive
+from tests.conftest import PYFREIGHT, REPO, pyfreight_cli
 from tests.tiers import BENCHMARKS
 
 pytestmark = pytest.mark.container
@@ -67,6 +69,31 @@ def test_build_is_up_to_date_and_flags_are_checked(noopt_dist):
     assert unknown.returncode == 1 and "unknown build option 'fast'" in unknown.stderr
     bench = pyfreight_cli("bench", "--python", "3.14", "--only", "nosuch", "--rigorous")
     assert bench.returncode == 1 and "no benchmark named nosuch" in bench.stderr
+
+
+def test_a_second_build_on_the_same_folder_waits_for_the_first(noopt_dist):
+    """While one run holds the build's record (here: this test, as a first run would while
+    it builds), `pyfreight build` of the same build waits and says for whom, then finds
+    the work done instead of writing the same tree at the same time."""
+    spec = BuildSpec.resolve("3.14", "noopt", None)
+    record = default_workspace().build / f"{spec.folder_stem}.json"
+    command = [str(PYFREIGHT), "build", "--python", "3.14", "--options", "noopt", "--no-check", "--no-dist"]
+    with exclusive(record, "first run"):
+        second = subprocess.Popen(
+            command, cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+        )
+        assert second.stderr is not None
+        seen = ""
+        while "waiting for another run" not in seen:
+            line = second.stderr.readline()
+            assert line, f"the second run ended without waiting: {seen[-2000:]}"
+            seen += line
+        assert f"(pid {os.getpid()})" in seen
+        time.sleep(1.0)
+        assert second.poll() is None, "the second run went on while the first held the build"
+    _, err = second.communicate(timeout=600)
+    assert second.returncode == 0, (seen + err)[-3000:]
+    assert f"cpython {spec.version} noopt: up to date" in err
 
 
 def test_make_built_the_archives_and_then_is_up_to_date_in_seconds(noopt_dist):

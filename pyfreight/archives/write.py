@@ -48,7 +48,7 @@ from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
-from pyfreight.records import driver_code_digest, record_matches, write_record
+from pyfreight.records import driver_code_digest, exclusive, record_matches, write_record
 from pyfreight.sources.fetch import fetch_source
 from pyfreight.sources.recipes import Recipe, load_all
 from pyfreight.targets import Target
@@ -215,19 +215,21 @@ def write_distribution(
     paths = archive_paths(build, dist, release)
     key = distribution_key(build, release)
     record_path = ws.build / f"{build.tree.name}.dist.json"
-    record = record_matches(record_path, key)
-    wanted = {str(path): None for path in paths.values()}
-    if record is not None and set(record.get("archives", {})) == set(wanted):
-        intact = all(p.is_file() and file_sha256(p) == record["archives"][str(p)] for p in paths.values())
-        if intact:
-            say(f"dist: up to date ({paths[FULL].name} and its install_only archives)")
-            document = json.loads(read_member(paths[FULL], PYTHON_JSON))
-            return WrittenArchives(paths[FULL], paths[INSTALL_ONLY], paths[INSTALL_ONLY_STRIPPED], document)
-    record_path.unlink(missing_ok=True)
-    result = _write_archives(build, ws, paths)
-    archives = {str(p): file_sha256(p) for p in result.archives}
-    write_record(record_path, {"key": key, "release": release, "archives": archives})
-    return result
+    with exclusive(record_path, "dist"):
+        record = record_matches(record_path, key)
+        wanted = {str(path): None for path in paths.values()}
+        if record is not None and set(record.get("archives", {})) == set(wanted):
+            intact = all(p.is_file() and file_sha256(p) == record["archives"][str(p)] for p in paths.values())
+            if intact:
+                say(f"dist: up to date ({paths[FULL].name} and its install_only archives)")
+                document = json.loads(read_member(paths[FULL], PYTHON_JSON))
+                full, plain, stripped = paths[FULL], paths[INSTALL_ONLY], paths[INSTALL_ONLY_STRIPPED]
+                return WrittenArchives(full, plain, stripped, document)
+        record_path.unlink(missing_ok=True)
+        result = _write_archives(build, ws, paths)
+        archives = {str(p): file_sha256(p) for p in result.archives}
+        write_record(record_path, {"key": key, "release": release, "archives": archives})
+        return result
 
 
 def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Path]) -> WrittenArchives:

@@ -30,7 +30,7 @@ from pyfreight.formats.tarball import newest_mtime, read_member, walk_sorted, wr
 from pyfreight.hashing import file_sha256
 from pyfreight.logs import say
 from pyfreight.paths import REPO_ROOT, Workspace
-from pyfreight.records import record_matches, write_record
+from pyfreight.records import exclusive, record_matches, write_record
 from pyfreight.sources.fetch import fetch_source
 from pyfreight.targets import Target, build_machine_target
 
@@ -123,38 +123,39 @@ def build_cpython(
         dependencies=dependencies,
     )
     record = ws.build / f"{stem}.json"
-    outputs = [build.tree, build.artifact, build.objects, *([build.profile] if build.profile else [])]
-    if not force and record_matches(record, key) and all(p.exists() for p in outputs):
-        say(f"cpython {src.version} {options}: up to date ({build.artifact.name})")
-        return build
+    with exclusive(record, f"cpython {src.version} {options}"):
+        outputs = [build.tree, build.artifact, build.objects, *([build.profile] if build.profile else [])]
+        if not force and record_matches(record, key) and all(p.exists() for p in outputs):
+            say(f"cpython {src.version} {options}: up to date ({build.artifact.name})")
+            return build
 
-    # From here on, nothing of an earlier build is trusted until the new record is written.
-    record.unlink(missing_ok=True)
-    epoch = newest_mtime(tarball) or 0
-    log = ws.logs / f"{stem}.log"
-    training = "from the saved profile " if pgo_profile else ("with PGO training " if options.pgo else "")
-    say(f"cpython {src.version} {options}: building {training}(log: {log})")
-    started = time.monotonic()
-    with run_build_job(job, image, target, jobs, epoch, ws, log, progress=CPythonPhases()) as finished:
-        install, outputs_dir = finished.output(INSTALL_PREFIX), finished.output(OUTPUT_DIR)
+        # From here on, nothing of an earlier build is trusted until the new record is written.
+        record.unlink(missing_ok=True)
+        epoch = newest_mtime(tarball) or 0
+        log = ws.logs / f"{stem}.log"
+        training = "from the saved profile " if pgo_profile else ("with PGO training " if options.pgo else "")
+        say(f"cpython {src.version} {options}: building {training}(log: {log})")
+        started = time.monotonic()
+        with run_build_job(job, image, target, jobs, epoch, ws, log, progress=CPythonPhases()) as finished:
+            install, outputs_dir = finished.output(INSTALL_PREFIX), finished.output(OUTPUT_DIR)
+            if build.profile is not None:
+                made = outputs_dir / "pgo.profdata"
+                if not made.is_file():
+                    raise PyfreightError(f"the {options} build left no merged PGO profile; see {log}")
+                made.replace(build.profile)
+            _replace(build.objects, outputs_dir / "build")
+            if target.cpython_build == "configure":  # a Windows tree finds its prefix beside python.exe
+                say(f"cpython {src.version} {options}: making the tree relocatable")
+                relocate.make_relocatable(install, src.version)
+            _replace(build.tree, install)
+        tree = build.tree
+        write_tar(build.artifact, ((f"install/{p}", tree / p) for p in walk_sorted(tree)), epoch)
+        recorded = {"key": key, "version": src.version, "options": str(options)}
         if build.profile is not None:
-            made = outputs_dir / "pgo.profdata"
-            if not made.is_file():
-                raise PyfreightError(f"the {options} build left no merged PGO profile; see {log}")
-            made.replace(build.profile)
-        _replace(build.objects, outputs_dir / "build")
-        if target.cpython_build == "configure":  # a Windows tree finds its prefix beside python.exe
-            say(f"cpython {src.version} {options}: making the tree relocatable")
-            relocate.make_relocatable(install, src.version)
-        _replace(build.tree, install)
-    tree = build.tree
-    write_tar(build.artifact, ((f"install/{p}", tree / p) for p in walk_sorted(tree)), epoch)
-    recorded = {"key": key, "version": src.version, "options": str(options)}
-    if build.profile is not None:
-        recorded["pgo_profile_sha256"] = file_sha256(build.profile)
-    write_record(record, recorded)
-    say(f"cpython {src.version} {options}: built in {time.monotonic() - started:.0f} s")
-    return build
+            recorded["pgo_profile_sha256"] = file_sha256(build.profile)
+        write_record(record, recorded)
+        say(f"cpython {src.version} {options}: built in {time.monotonic() - started:.0f} s")
+        return build
 
 
 def _replace(dest: Path, new: Path) -> None:

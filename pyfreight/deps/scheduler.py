@@ -15,6 +15,7 @@ from pyfreight.deps.recipe_build import Artifact, artifact_stem, build_recipe, c
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
+from pyfreight.records import exclusive
 from pyfreight.sources.fetch import fetch_source
 from pyfreight.sources.recipes import Recipe, load_all
 from pyfreight.targets import Target
@@ -68,18 +69,20 @@ def build_deps(
         with lock:
             number = next(counter)
         label = f"[{number:>2}/{total}] {recipe.name} {recipe.version}"
-        if not force and (found := cached_artifact(ws, recipe, target, keys[name])):
-            say(f"{label}: up to date ({found.path.name})")
-            reused.append(name)
-            return found
-        started = time.monotonic()
-        say(f"{label}: building (log: {ws.logs / (artifact_stem(recipe, target) + '.log')})")
-        inputs = [artifacts[d] for d in sorted(closure(recipes, recipe.depends))]
-        direct = {d: keys[d] for d in sorted(recipe.depends)}
-        artifact = build_recipe(recipe, image, target, keys[name], inputs, direct, ws, jobs)
-        say(f"{label}: built in {time.monotonic() - started:.1f} s")
-        built.append(name)
-        return artifact
+        stem = artifact_stem(recipe, target)
+        with exclusive(ws.artifacts / f"{stem}.json", label):
+            if not force and (found := cached_artifact(ws, recipe, target, keys[name])):
+                say(f"{label}: up to date ({found.path.name})")
+                reused.append(name)
+                return found
+            started = time.monotonic()
+            say(f"{label}: building (log: {ws.logs / (stem + '.log')})")
+            inputs = [artifacts[d] for d in sorted(closure(recipes, recipe.depends))]
+            direct = {d: keys[d] for d in sorted(recipe.depends)}
+            artifact = build_recipe(recipe, image, target, keys[name], inputs, direct, ws, jobs)
+            say(f"{label}: built in {time.monotonic() - started:.1f} s")
+            built.append(name)
+            return artifact
 
     pending = list(order)
     running: dict[Future, str] = {}

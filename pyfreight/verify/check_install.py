@@ -22,7 +22,7 @@ from pyfreight.formats.elf import interpreter_identity, tree_target
 from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
-from pyfreight.records import driver_code_digest, record_matches, write_record
+from pyfreight.records import driver_code_digest, exclusive, record_matches, write_record
 from pyfreight.targets import Target
 from pyfreight.verify.elf_rules import check_tree
 from pyfreight.verify.test_suite import TEST_SUITE_FILE, load_test_suite
@@ -165,11 +165,12 @@ def check_build(build: CPythonBuild, ws: Workspace, tests: str = "subset") -> bo
         }
     )
     record = ws.build / f"{build.tree.name}.check-{tests}.json"
-    if record_matches(record, key):
-        say(f"check-install: passed before with the same inputs ({record.name})")
-        return True
-    record.unlink(missing_ok=True)
-    passed = check_install(build.tree, ws, tests=tests, target=build.spec.target)
-    if passed:
-        write_record(record, {"key": key, "passed": True, "tests": tests})
-    return passed
+    with exclusive(record, "check-install"):
+        if record_matches(record, key):
+            say(f"check-install: passed before with the same inputs ({record.name})")
+            return True
+        record.unlink(missing_ok=True)
+        passed = check_install(build.tree, ws, tests=tests, target=build.spec.target)
+        if passed:
+            write_record(record, {"key": key, "passed": True, "tests": tests})
+        return passed
