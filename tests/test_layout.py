@@ -100,3 +100,23 @@ def test_ruff_checks_every_module_of_the_package_and_the_tests():
     seen = {Path(line).resolve() for line in listed if line.endswith(".py")}
     on_disk = {p.resolve() for folder in (PACKAGE, PACKAGE.parent / "tests") for p in folder.rglob("*.py")}
     assert on_disk - seen == set()
+
+
+def test_make_lint_shellchecks_every_shell_script():
+    """The lint recipe names its shell scripts by glob; a script in a new folder
+    (windows/build.sh was one) is otherwise never checked. Ask make what it would run
+    and expand its globs as the shell will."""
+    planned = subprocess.run(
+        ["make", "-n", "lint"], cwd=PACKAGE.parent, capture_output=True, text=True, check=True
+    ).stdout
+    checked: set[Path] = set()
+    for line in planned.splitlines():
+        if line.startswith("shellcheck "):
+            for word in line.split()[1:]:
+                if not word.startswith("-"):
+                    checked |= {p.resolve() for p in PACKAGE.parent.glob(word)}
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.sh", ".ci/run"], cwd=PACKAGE.parent, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert tracked, "git lists no shell scripts"
+    assert {(PACKAGE.parent / p).resolve() for p in tracked} - checked == set()
