@@ -134,3 +134,36 @@ def test_pythoncore_of_the_pinned_cpython_reads_as_its_sources_and_flags(pcbuild
     assert (
         read.property("PyDllName") == "python314" and read.property("ConfigurationType") == "DynamicLibrary"
     )
+
+
+def test_items_name_earlier_items_and_transform_them_by_identity(tmp_path):
+    """pcbuild.proj's way of listing projects: @(Kind) and @(Kind->'%(Identity).vcxproj')."""
+    project = _write(
+        tmp_path / "src/PCbuild/all.proj",
+        """
+        <ItemGroup>
+          <Modules Include="_a;_b" />
+          <Modules Include="_c" Condition="'$(WithC)' == 'true'" />
+          <External Include="_d" />
+          <Modules Include="@(External)" />
+          <Projects Include="core.vcxproj;@(Modules->'%(Identity).vcxproj')" />
+        </ItemGroup>
+        """,
+    )
+    read = read_project(project, {"WithC": "false"}, tmp_path / "src")
+    assert [i.include for i in read.items_of("Modules")] == ["_a", "_b", "_d"]
+    assert [i.include for i in read.items_of("Projects")] == [
+        "core.vcxproj",
+        "_a.vcxproj",
+        "_b.vcxproj",
+        "_d.vcxproj",
+    ]
+
+
+def test_a_transform_with_other_metadata_is_refused_by_name(tmp_path):
+    project = _write(
+        tmp_path / "src/PCbuild/all.proj",
+        """<ItemGroup><M Include="_a" /><P Include="@(M->'%(Filename).x')" /></ItemGroup>""",
+    )
+    with pytest.raises(Unevaluable, match=r"cannot evaluate the transform @\(M->'%\(Filename\)\.x'\)"):
+        read_project(project, {}, tmp_path / "src")

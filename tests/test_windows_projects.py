@@ -8,10 +8,23 @@ import tarfile
 
 import pytest
 
-from pyfreight.cpython.build import patches_for
+from pyfreight.cpython.build import CPYTHON_PATCHES_DIR, patches_for
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.versions import cpython_source
-from pyfreight.cpython.windows_projects import load_settings, makefile, read_pcbuild
+from pyfreight.cpython.windows_projects import (
+    CONFIG_C,
+    EXTERNALS_DIR,
+    builtin_config,
+    builtin_extensions,
+    global_properties,
+    link_libraries,
+    load_settings,
+    makefile,
+    read_pcbuild,
+)
+from pyfreight.errors import PyfreightError
+from pyfreight.formats.msbuild import read_project
+from pyfreight.formats.tarball import read_member
 from pyfreight.paths import default_workspace
 from pyfreight.sources.fetch import fetch_source
 from pyfreight.targets import all_targets, default_target
@@ -22,11 +35,21 @@ INNER = f"/build/work/{SOURCE.top_dir}"
 
 
 @pytest.fixture(scope="module")
-def rules(tmp_path_factory) -> str:
+def pcbuild(tmp_path_factory):
     tarball = fetch_source(SOURCE.source, default_workspace().downloads, log=lambda m: None)
     root = read_pcbuild(tarball, SOURCE.top_dir, tmp_path_factory.mktemp("pcbuild"))
     assert not (root / "Lib").exists()  # only the project files are unpacked
-    return makefile(root, WINDOWS, SOURCE.version, INNER)
+    return tarball, root
+
+
+@pytest.fixture(scope="module")
+def extensions(pcbuild):
+    return builtin_extensions(pcbuild[1], global_properties(WINDOWS, SOURCE.version, INNER))
+
+
+@pytest.fixture(scope="module")
+def rules(pcbuild, extensions) -> str:
+    return makefile(pcbuild[1], WINDOWS, SOURCE.version, INNER, extensions)
 
 
 def _recipe(rules: str, target: str) -> str:
@@ -69,7 +92,12 @@ def test_a_windows_only_patch_is_staged_for_windows_builds_only():
     windows = patches_for(SOURCE, noopt, WINDOWS)
     linux = patches_for(SOURCE, noopt, default_target())
     only_windows = set(windows) - set(linux)
-    assert only_windows and all("dynload-win" in name for name in only_windows)
+    said_windows = {
+        f"patches/{p.name}"
+        for p in CPYTHON_PATCHES_DIR.glob("*.3.14.patch")
+        if "\nOS: windows\n" in p.read_text()
+    }
+    assert len(said_windows) >= 3 and only_windows == said_windows
     assert set(linux) <= set(windows)
 
 
@@ -83,6 +111,73 @@ def test_only_project_files_are_unpacked(tmp_path):
     tarball = fetch_source(SOURCE.source, default_workspace().downloads, log=lambda m: None)
     root = read_pcbuild(tarball, SOURCE.top_dir, tmp_path)
     files = [p for p in root.rglob("*") if p.is_file()]
-    assert files and all(p.suffix in (".props", ".vcxproj") for p in files)
+    assert files and all(p.suffix in (".props", ".vcxproj", ".proj") for p in files)
     with tarfile.open(tarball) as tar:
         assert any(m.name.endswith("PCbuild/pythoncore.vcxproj") for m in tar)
+
+
+def test_every_extension_pcbuild_builds_is_built_into_the_dll_but_those_left_out(extensions, rules):
+    """pcbuild.proj's ExtensionModules, and _socket, which only _ssl's project reference
+    brings in; _tkinter and _wmi are left out by the settings, each with why."""
+    excluded = load_settings()["builtin_extensions"]["excluded"]
+    assert {"_ssl", "_hashlib", "_sqlite3", "_ctypes", "_lzma", "_bz2", "_zstd", "pyexpat"} <= set(extensions)
+    assert "_socket" in extensions and "select" in extensions and "unicodedata" in extensions
+    assert set(excluded) == {"_tkinter", "_wmi"} and not set(excluded) & set(extensions)
+    assert not any(name.startswith("_test") or name.startswith("xxlimited") for name in extensions)
+    prerequisites = re.search(rf"^python{SOURCE.minor.replace('.', '')}\.dll: (.*)$", rules, re.M)
+    assert prerequisites is not None
+    for name in extensions:
+        assert f" obj/{name}/" in prerequisites.group(1), f"{name} is not linked into the DLL"
+    socket = _recipe(rules, "obj/_socket/Modules/socketmodule.o")
+    assert "-DPy_BUILD_CORE_BUILTIN" in socket
+
+
+def test_a_librarys_own_sources_come_from_our_recipes(rules):
+    """What the projects compile from $(ExternalsDir) or from CPython's copies of expat
+    and libmpdec is our recipes' libraries instead, linked as cpython/extensions.yaml
+    says (the same fact as on Linux); the Unix-only libuuid is not, _uuid links rpcrt4."""
+    assert EXTERNALS_DIR not in rules
+    assert "/Modules/expat/" not in rules and "Modules/_decimal/windows" not in rules
+    assert "libmpdec" not in rules and "bzip2-1.0.8" not in rules
+    link = _recipe(rules, f"python{SOURCE.minor.replace('.', '')}.dll").split()
+    for library in (
+        "-lssl",
+        "-lcrypto",
+        "-lsqlite3",
+        "-lffi",
+        "-llzma",
+        "-lbz2",
+        "-lzstd",
+        "-lexpat",
+        "-lmpdec",
+    ):
+        assert library in link, library
+    assert "-lrpcrt4" in link and "-luuid" not in link and "-llibffi-8" not in link
+
+
+def test_the_builtin_table_gains_each_extension(pcbuild, extensions):
+    tarball, _ = pcbuild
+    original = read_member(tarball, f"{SOURCE.top_dir}/{CONFIG_C}").decode()
+    table = builtin_config(original, list(extensions))
+    for name in extensions:
+        assert f"extern PyObject* PyInit_{name}(void);" in table
+        assert f'{{"{name}", PyInit_{name}}},' in table
+    assert table.index('{"_ssl", PyInit__ssl}') < table.index("/* Sentinel */")
+    with pytest.raises(PyfreightError, match="ADDMODULE markers"):
+        builtin_config(original.replace("ADDMODULE MARKER 2", "marker"), ["_ssl"])
+
+
+def test_a_project_linking_an_unknown_library_is_refused(tmp_path):
+    """Project files come from a source archive: a library that is neither one of the
+    target's system libraries nor built by a recipe is refused by name, never linked."""
+    project = tmp_path / "PCbuild" / "_evil.vcxproj"
+    project.parent.mkdir()
+    project.write_text(
+        '<Project xmlns="http://schemas.microsoft.com/developer/msbuild/2003">'
+        "<ItemDefinitionGroup><Link><AdditionalDependencies>"
+        "ws2_32.lib;..\\..\\outside\\evil.lib;%(AdditionalDependencies)"
+        "</AdditionalDependencies></Link></ItemDefinitionGroup></Project>"
+    )
+    read = read_project(project, {}, tmp_path)
+    with pytest.raises(PyfreightError, match=r"_evil.vcxproj links .*evil.lib, which is neither"):
+        link_libraries(read, WINDOWS)

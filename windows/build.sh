@@ -33,9 +33,26 @@ mkdir -p ../native
 # getbuildinfo.c's date and time are the source's (zig refuses __DATE__ and __TIME__).
 build_date=$(date -u -d "@$SOURCE_DATE_EPOCH" '+%b %d %Y')
 build_time=$(date -u -d "@$SOURCE_DATE_EPOCH" '+%H:%M:%S')
+# Windows' file names are case-insensitive, and CPython's sources name some headers in a
+# case mingw-w64's do not have (<Unknwn.h> for unknwn.h): a folder searched last holds
+# each such name as a link to the header that exists.
+header_case="$PWD/../header-case"
+mkdir -p "$header_case"
+mapfile -t search < <($CC -E -v -x c /dev/null 2>&1 |
+  sed -n '/^#include <...> search starts here:/,/^End of search list/p' | sed -n 's/^ //p')
+grep -rhoE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<[A-Za-z0-9_.]+>' Include PC Python Modules |
+  sed -E 's/.*<(.*)>/\1/' | sort -u | while read -r name; do
+  for d in "${search[@]}"; do [ -e "$d/$name" ] && continue 2; done
+  for d in "${search[@]}"; do
+    match=$(find "$d" -maxdepth 1 -iname "$name" -print -quit)
+    if [ -n "$match" ]; then ln -s "$match" "$header_case/$name"; echo "header $name: $match"; break; fi
+  done
+done
+
 mkdir -p ../windows-build
 cd ../windows-build
-make -f "$RECIPE_DIR/windows.mk" -j"$JOBS" BUILD_DATE="$build_date" BUILD_TIME="$build_time"
+make -f "$RECIPE_DIR/windows.mk" -j"$JOBS" BUILD_DATE="$build_date" BUILD_TIME="$build_time" \
+  CFLAGS="$CFLAGS -idirafter $header_case"
 
 # The tree. The interpreter finds its prefix beside python.exe (Lib/os.py), so the
 # tree runs from any folder.

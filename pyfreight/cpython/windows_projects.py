@@ -5,7 +5,13 @@ definitions and include folders, and what it links; formats/msbuild.py evaluates
 and windows/projects.yaml holds only what stands in for Visual Studio and MSVC. From
 both this module writes the Makefile the Windows build (windows/build.sh) runs in the
 build container: one rule per object, then python3XX.dll with its import library,
-python.exe and pythonw.exe."""
+python.exe and pythonw.exe.
+
+Every extension module pcbuild.proj builds as a .pyd is compiled into python3XX.dll
+instead, as Setup.local does on Linux: the module's project gives its sources and
+definitions, PC/config.c's table gains its entry (at the markers CPython keeps for
+freeze), and what the project would compile or link from a library's own sources comes
+from our recipe of that library (cpython/extensions.yaml's `linked`, as on Linux)."""
 
 from __future__ import annotations
 
@@ -18,15 +24,18 @@ from typing import Any
 
 from pyfreight import toolchain
 from pyfreight.cpython.options import INSTALL_PREFIX, OUTPUT_DIR, BuildOptions
+from pyfreight.cpython.setup_local import load_extension_data
 from pyfreight.cpython.versions import CPythonSource
 from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.msbuild import Project, read_project, split_list
+from pyfreight.formats.tarball import read_member
 from pyfreight.leftovers import owned
 from pyfreight.paths import REPO_ROOT
+from pyfreight.sources.recipes import load_all
 from pyfreight.targets import Target
 
-PROJECT_FILES = (".props", ".vcxproj")
+PROJECT_FILES = (".props", ".vcxproj", ".proj")
 
 WINDOWS_DIR = REPO_ROOT / "windows"
 PROJECTS_FILE = WINDOWS_DIR / "projects.yaml"
@@ -35,6 +44,16 @@ MSBUILD_PLATFORMS = {"AMD64": "x64", "ARM64": "ARM64"}
 # Inside the build container: the unpacked source, and the frozen modules' headers the
 # native _freeze_module writes (windows/build.sh), as the projects' $(GeneratedFrozenModulesDir).
 FROZEN_DIR = f"{toolchain.WORK_DIR}/frozen/"
+# $(ExternalsDir) of the projects: where Visual Studio builds find the libraries' own
+# sources and binaries. Nothing is there here; an item or folder under it is what one
+# of our recipes builds, and is taken from the recipe instead.
+EXTERNALS_DIR = "/externals-of-visual-studio-builds/"
+# The projects that are python3XX.dll itself or its stable-ABI forwarder, which an
+# extension project references for its import library.
+CORE_PROJECTS = frozenset({"pythoncore", "python3dll"})
+# The table of built-in modules, and the markers CPython keeps in it for freeze.
+CONFIG_C = "PC/config.c"
+CONFIG_MARKERS = ("/* -- ADDMODULE MARKER 1 -- */", "/* -- ADDMODULE MARKER 2 -- */")
 # Every link: -s, because zig's lld gives an unstripped PE image a random build id (a
 # CodeView record of the debug directory), so two links of the same objects differ.
 # Stripped, the same objects give the same bytes; the images carry no symbols anyway
@@ -82,6 +101,7 @@ def global_properties(target: Target, version: str, inner_source: str) -> dict[s
         # zlib-ng's folders (IncludeExternals): our zlib recipe's headers stand in
         "zlibNgDir": f"{toolchain.PREFIX}/include",
         "GeneratedZlibNgDir": f"{toolchain.PREFIX}/include",
+        "ExternalsDir": EXTERNALS_DIR,
     }
     return dict(load_settings()["msbuild_properties"]) | computed
 
@@ -91,36 +111,121 @@ def _inside(item_include: str, inner_source: str) -> str:
     return f"{inner_source}/PCbuild/{PureWindowsPath(item_include).as_posix()}"
 
 
-def compiles(project: Project, inner_source: str, prefix: str) -> list[Compile]:
-    """Every ClCompile of `project`: its definitions and include folders from the
-    project, our dependencies' headers, and the per-file flags of the settings."""
-    per_file = load_settings().get("source_flags", {})
+def _from_recipe(path: str, inner_source: str, recipe_folders: list[str]) -> bool:
+    """Whether a source or include folder of a project is a library's own, which one of
+    our recipes builds instead: under $(ExternalsDir), or a folder of the CPython source
+    holding a copy of the library."""
+    posix = PureWindowsPath(path).as_posix()
+    if posix.startswith(EXTERNALS_DIR.rstrip("/")):
+        return True
+    relative = posix.removeprefix(f"{inner_source}/").removeprefix("../").removeprefix("PCbuild/../")
+    return any(relative == f or relative.startswith(f"{f}/") for f in recipe_folders)
+
+
+def compiles(
+    project: Project, inner_source: str, prefix: str, extra_definitions: tuple[str, ...] = ()
+) -> list[Compile]:
+    """Every ClCompile of `project` but a library's own sources: its definitions and
+    include folders from the project, our dependencies' headers, and the per-file flags
+    of the settings."""
+    settings = load_settings()
+    per_file, recipe_folders = settings.get("source_flags", {}), list(settings["recipe_source_folders"])
     found = []
     for item in project.items_of("ClCompile"):
+        if _from_recipe(item.include, inner_source, recipe_folders):
+            continue
         source = _inside(item.include, inner_source)
         name = PureWindowsPath(item.include).name
         defines = [f"-D{d}" for d in split_list(project.metadata(item, "PreprocessorDefinitions"))]
+        defines += [f"-D{d}" for d in extra_definitions]
         folders = split_list(project.metadata(item, "AdditionalIncludeDirectories"))
-        includes = [f"-I{PureWindowsPath(f).as_posix()}" for f in folders] + [f"-I{toolchain.PREFIX}/include"]
+        includes = [
+            f"-I{PureWindowsPath(f).as_posix()}"
+            for f in folders
+            if not _from_recipe(f, inner_source, recipe_folders)
+        ] + [f"-I{toolchain.PREFIX}/include"]
         extra = per_file.get(name, {}).get("flags", [])
         relative = PureWindowsPath(item.include).as_posix().removeprefix("../")
         obj = f"{prefix}/{relative.rsplit('.', 1)[0]}.o"
+        if name == PureWindowsPath(CONFIG_C).name and project.path.stem in CORE_PROJECTS:
+            source = f"{toolchain.RECIPE_DIR}/config.c"  # with the built-in extensions' entries
         found.append(Compile(source, obj, (*defines, *includes, *extra)))
     return found
 
 
-def link_libraries(project: Project) -> list[str]:
-    """-lNAME for each import library the project links, by mingw-w64's names."""
-    renamed = load_settings().get("libraries", {})
-    names = [
-        lib.removesuffix(".lib")
-        for lib in split_list(project.definitions.get("Link", {}).get("AdditionalDependencies") or "")
-    ]
-    return [f"-l{renamed.get(name, name)}" for name in names if not name.startswith("%")]
+def link_libraries(project: Project, target: Target) -> list[str]:
+    """-lNAME for each Windows import library the project links, by mingw-w64's names;
+    a library our recipes build instead is left out (the module's recipe links say it).
+    Anything else is refused: a shipped binary imports only what the target allows."""
+    settings = load_settings()
+    renamed, from_recipes = settings["libraries"], set(settings["recipe_libraries"])
+    found = []
+    for entry in split_list(project.definitions.get("Link", {}).get("AdditionalDependencies") or ""):
+        if entry.startswith("%"):
+            continue
+        name = PureWindowsPath(entry).name.removesuffix(".lib").lower()
+        if name in from_recipes:
+            continue
+        if name not in renamed and name not in target.system_libraries:
+            raise PyfreightError(
+                f"{project.path.name} links {entry}, which is neither one of {target.triple}'s "
+                "system_libraries nor built by a recipe (windows/projects.yaml recipe_libraries)"
+            )
+        found.append(f"-l{renamed.get(name, name)}")
+    return found
 
 
-def makefile(pcbuild_root: Path, target: Target, version: str, inner_source: str) -> str:
-    """The Makefile of the Windows build: the DLL's projects and the programs."""
+def builtin_extensions(pcbuild_root: Path, known: dict[str, str]) -> dict[str, Project]:
+    """The extension projects pcbuild.proj builds (ExtensionModules), with the extension
+    projects they reference, but those the settings leave out; by module name (a
+    project builds the module of its own name)."""
+    settings = load_settings()["builtin_extensions"]
+    recipe_projects = load_settings()["recipe_projects"]
+    build = read_project(pcbuild_root / "PCbuild" / "pcbuild.proj", known, pcbuild_root)
+    pending = [i.include for i in build.items_of("ExtensionModules")]
+    found: dict[str, Project] = {}
+    while pending:
+        name = pending.pop(0)
+        if name in found or name in settings["excluded"]:
+            continue
+        project = read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root)
+        found[name] = project
+        for reference in project.items_of("ProjectReference"):
+            referenced = PureWindowsPath(reference.include).stem
+            if referenced not in CORE_PROJECTS and referenced not in recipe_projects:
+                pending.append(referenced)
+    return dict(sorted(found.items()))
+
+
+def recipe_links(module: str, target: Target) -> list[str]:
+    """The libraries of our recipes a built-in module links (cpython/extensions.yaml, the
+    same fact as on Linux), when those recipes are built for the target at all (the
+    Unix-only ones are not: the module's project then links Windows' own)."""
+    linked = load_extension_data().linked.get(module)
+    if not linked:
+        return []
+    recipes = load_all()
+    if any(target.os in recipes[r].unavailable_on for r in linked["recipes"]):
+        return []
+    return [f"-l{name}" for name in linked["links"]]
+
+
+def builtin_config(original: str, modules: list[str]) -> str:
+    """PC/config.c with an entry for each module built into the DLL, at the markers
+    CPython keeps for freeze's additions."""
+    if any(marker not in original for marker in CONFIG_MARKERS):
+        raise PyfreightError(f"{CONFIG_C} of this CPython lacks freeze's ADDMODULE markers")
+    externs = "".join(f"extern PyObject* PyInit_{m}(void);\n" for m in modules)
+    entries = "".join(f'    {{"{m}", PyInit_{m}}},\n' for m in modules)
+    first, second = CONFIG_MARKERS
+    return original.replace(first, f"{first}\n{externs}").replace(second, f"{second}\n{entries}")
+
+
+def makefile(
+    pcbuild_root: Path, target: Target, version: str, inner_source: str, extensions: dict[str, Project]
+) -> str:
+    """The Makefile of the Windows build: the DLL's projects with the built-in extension
+    modules, and the programs."""
     settings = load_settings()
     known = global_properties(target, version, inner_source)
     major_minor = "".join(version.split(".")[:2])
@@ -131,14 +236,22 @@ def makefile(pcbuild_root: Path, target: Target, version: str, inner_source: str
         "",
     ]
     dll_objects: list[str] = []
-    libraries: list[str] = []
-    for name in settings["dll_projects"]:
-        project = read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root)
-        units = compiles(project, inner_source, f"obj/{name}")
+    static: list[str] = []
+    system: list[str] = []
+    builtin = tuple(settings["builtin_extensions"]["definitions"])
+    parts = [
+        (name, read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root), ())
+        for name in settings["dll_projects"]
+    ]
+    parts += [(name, project, builtin) for name, project in extensions.items()]
+    for name, project, definitions in parts:
+        units = compiles(project, inner_source, f"obj/{name}", definitions)
         lines += _rules(units)
         dll_objects += [u.obj for u in units]
-        libraries += [lib for lib in link_libraries(project) if lib not in libraries]
-    link = f"-Wl,--out-implib,libs/python{major_minor}.lib -L{toolchain.PREFIX}/lib {' '.join(libraries)}"
+        static += [lib for lib in recipe_links(name, target) if lib not in static]
+        system += [lib for lib in link_libraries(project, target) if lib not in system]
+    libraries = " ".join(static + system)
+    link = f"-Wl,--out-implib,libs/python{major_minor}.lib -L{toolchain.PREFIX}/lib {libraries}"
     lines += [
         f"{dll}: {' '.join(dll_objects)}",
         "\t@mkdir -p libs",
@@ -184,8 +297,15 @@ def job_inputs(
     inner_source = f"{toolchain.WORK_DIR}/{src.top_dir}"
     scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=scratch, prefix=owned("pcbuild")) as tmp:
-        rules = makefile(read_pcbuild(tarball, src.top_dir, Path(tmp)), target, src.version, inner_source)
-    files: dict[str, Path | bytes] = {"build.sh": WINDOWS_DIR / "build.sh", "windows.mk": rules.encode()}
+        root = read_pcbuild(tarball, src.top_dir, Path(tmp))
+        extensions = builtin_extensions(root, global_properties(target, src.version, inner_source))
+        rules = makefile(root, target, src.version, inner_source, extensions)
+    original = read_member(tarball, f"{src.top_dir}/{CONFIG_C}").decode()
+    files: dict[str, Path | bytes] = {
+        "build.sh": WINDOWS_DIR / "build.sh",
+        "windows.mk": rules.encode(),
+        "config.c": builtin_config(original, list(extensions)).encode(),
+    }
     # The toolchain's own compiler variables (toolchain.build_environment) are the
     # build's: the projects' definitions come through the Makefile.
     env = {

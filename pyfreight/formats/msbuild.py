@@ -9,7 +9,8 @@ evaluates a project the way MSBuild does for those facts, and no further:
   never overwritten by the project;
 - item definitions (<ItemDefinitionGroup>), whose metadata may extend the earlier value
   with %(Name);
-- items (<ItemGroup>: ClCompile, ProjectReference, ...) with their own metadata.
+- items (<ItemGroup>: ClCompile, ProjectReference, ...) with their own metadata; an
+  Include may name earlier items, @(Kind), or transform them, @(Kind->'%(Identity).x').
 
 Conditions support what the projects use: quoted strings, $(Property), ==, !=, and, or,
 !, parentheses, Exists() and HasTrailingSlash(). A property function ($([System...]),
@@ -31,6 +32,7 @@ from pyfreight.errors import PyfreightError
 
 NS = "{http://schemas.microsoft.com/developer/msbuild/2003}"
 PROPERTY = re.compile(r"\$\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
+ITEM_LIST = re.compile(r"@\(([A-Za-z_][A-Za-z0-9_]*)(?:->'([^']*)')?\)")
 SIMPLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 TOKEN = re.compile(
     r"\s*(?:(?P<string>'[^']*'|`[^`]*`)|(?P<op>==|!=|\(|\)|!)|(?P<word>[A-Za-z_][A-Za-z0-9_.]*)"
@@ -200,8 +202,24 @@ class _Reader:
         defaults = self.project.definitions.get(kind, {})
         own: dict[str, str | None] = {}
         self.merge(own, element, defaults)
-        for include in split_list(self.expand(element.get("Include", ""))):
+        for include in split_list(self.expand_items(self.expand(element.get("Include", "")))):
             self.project.items.append(Item(kind=kind, include=include, metadata=dict(own)))
+
+    def expand_items(self, text: str) -> str:
+        """@(Kind) as the includes of the items of that kind so far, ;-separated, and
+        @(Kind->'...%(Identity)...') as each transformed; other metadata in a transform
+        is not evaluated here."""
+
+        def items(match: re.Match[str]) -> str:
+            kind, transform = match.group(1), match.group(2)
+            if transform is not None and re.search(r"%\((?!Identity\))", transform):
+                raise Unevaluable(f"{self.project.path.name}: cannot evaluate the transform {match.group(0)}")
+            return ";".join(
+                i.include if transform is None else transform.replace("%(Identity)", i.include)
+                for i in self.project.items_of(kind)
+            )
+
+        return ITEM_LIST.sub(items, text)
 
     def expand(self, text: str) -> str:
         def value(match: re.Match[str]) -> str:
