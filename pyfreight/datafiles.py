@@ -5,7 +5,10 @@ one line per violation naming the field."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
+import types
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,9 +47,33 @@ def _registry() -> Registry:
     return Registry().with_resources(resources)
 
 
+_IRI_SYNTAX = "rfc3987_syntax"
+
+
+def _defer_iri_syntax() -> None:
+    """jsonschema, when imported, takes `is_valid_syntax` from rfc3987_syntax for its
+    "iri" format checks, and that module compiles 38 grammars when imported: about a
+    second of every command that reads a data file, though our schemas use no format.
+    Until a format check asks for it, a stand-in function holds its place; the first
+    call imports the real module (the SBOM's validation may ask)."""
+    if _IRI_SYNTAX in sys.modules or importlib.util.find_spec(_IRI_SYNTAX) is None:
+        return
+    stand_in = types.ModuleType(_IRI_SYNTAX)
+
+    def is_valid_syntax(rule: str, value: str) -> bool:
+        if sys.modules.get(_IRI_SYNTAX) is stand_in:
+            del sys.modules[_IRI_SYNTAX]
+        real: bool = importlib.import_module(_IRI_SYNTAX).is_valid_syntax(rule, value)
+        return real
+
+    stand_in.is_valid_syntax = is_valid_syntax  # type: ignore[attr-defined]
+    sys.modules[_IRI_SYNTAX] = stand_in
+
+
 @cache
 def validator(schema: str) -> jsonschema.Draft202012Validator:
     """The validator of schema/<schema> (e.g. "recipe.schema.json")."""
+    _defer_iri_syntax()
     import jsonschema
 
     document = json.loads((SCHEMA_DIR / schema).read_text())

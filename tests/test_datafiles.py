@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -382,3 +384,21 @@ def test_the_schemas_option_patterns_accept_what_options_py_builds():
         assert not re.fullmatch(described, wrong), wrong
     # a release names only builds a make target makes
     assert not re.fullmatch(released, "pgo") and not re.fullmatch(released, "freethreaded+pgo")
+
+
+def test_reading_a_data_file_leaves_the_iri_grammars_uncompiled_until_a_check_needs_them():
+    """rfc3987_syntax compiles its grammars when imported (most of a second of every
+    command); validating our data files needs none, and jsonschema's "iri" checks
+    still work, loading it on first use."""
+    probe = (
+        "import sys\n"
+        "from pyfreight.targets import all_targets\n"
+        "all_targets()\n"
+        "import jsonschema\n"
+        "print('lark' in sys.modules)\n"
+        "checker = jsonschema.FormatChecker()\n"
+        "print(checker.conforms('http://a/b c', 'iri'), checker.conforms('http://a/b', 'iri'))\n"
+        "print('lark' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False", "True", "True"]
