@@ -181,3 +181,23 @@ def test_a_project_linking_an_unknown_library_is_refused(tmp_path):
     read = read_project(project, {}, tmp_path)
     with pytest.raises(PyfreightError, match=r"_evil.vcxproj links .*evil.lib, which is neither"):
         link_libraries(read, WINDOWS)
+
+
+def test_the_programs_and_python3_dll_come_from_their_projects(rules):
+    """python3.dll forwards the stable ABI (its MSVC pragmas need -fms-extensions);
+    the venv launchers are built, the windowed ones as Windows-subsystem programs."""
+    outputs = rules.splitlines()[1].split()
+    assert outputs[1:] == [
+        "python314.dll",
+        "python.exe",
+        "pythonw.exe",
+        "venvlauncher.exe",
+        "venvwlauncher.exe",
+        "python3.dll",
+    ]
+    assert "-mwindows" in _recipe(rules, "venvwlauncher.exe") and "-mwindows" not in _recipe(
+        rules, "venvlauncher.exe"
+    )
+    assert "-fms-extensions" in _recipe(rules, "obj/python3dll/PC/python3dll.o")
+    assert "'-DPYTHON_DLL_NAME=\"python314\"'" in _recipe(rules, "obj/python3dll/PC/python3dll.o")
+    assert " -shared " in _recipe(rules, "python3.dll")

@@ -12,6 +12,8 @@ import json
 import re
 import shutil
 import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -166,6 +168,10 @@ print(json.dumps({
     "unicodedata": unicodedata.name("\u00e9"),
     "xml": ET.fromstring("<a><b>t</b></a>").find("b").text,
     "uuid": uuid.uuid4().version,
+    "python3_dll": ctypes.PyDLL(os.path.join(sys.base_prefix, "python3.dll")).Py_IsInitialized(),
+    "venv_launchers": sorted(os.listdir(os.path.join(sys.base_prefix, "Lib", "venv", "scripts", "nt"))),
+    "platform_tag": __import__("sysconfig").get_platform(),
+    "extension_suffixes": __import__("importlib.machinery").machinery.EXTENSION_SUFFIXES,
     "builtins": len(sys.builtin_module_names),
     "failed": failed,
 }))
@@ -196,6 +202,11 @@ def test_the_interpreter_runs_under_wine_from_any_folder(windows_tree, tmp_path)
     assert found["json1"] == 5 and found["win32_api"] is True and found["cert_store"] is True
     assert found["unicodedata"] == "LATIN SMALL LETTER E WITH ACUTE" and found["xml"] == "t"
     assert found["uuid"] == 4 and found["builtins"] > 80
+    assert found["python3_dll"] == 1  # python3.dll forwards to the running python314.dll
+    assert {"venvlauncher.exe", "venvwlauncher.exe"} <= set(found["venv_launchers"])
+    # what pip chooses wheels by, and the file names PyPI's win_amd64 wheels ship
+    assert found["platform_tag"] == "win-amd64"
+    assert found["extension_suffixes"] == [".cp314-win_amd64.pyd", ".pyd"]
     assert set(found["failed"]) == NOT_ON_WINDOWS | NOT_YET, found["failed"]
 
 
@@ -215,3 +226,51 @@ def test_building_the_tree_again_gives_the_same_bytes(windows_tree):
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert file_sha256(artifact) == first
+
+
+# PyPI's own wheels for Windows, compiled by their authors with Visual Studio.
+WHEELS = {"markupsafe": "3.0.4", "numpy": "2.5.5"}
+
+
+@pytest.fixture(scope="module")
+def pypi_wheels(tmp_path_factory) -> Path:
+    """The win_amd64 wheels, fetched on the host by pip from the index it is configured
+    with, unpacked into one folder as pip would install them."""
+    folder = tmp_path_factory.mktemp("wheels")
+    minor = cpython_source(None).minor
+    tag = minor.replace(".", "")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+         "--platform", "win_amd64", "--python-version", minor, "--implementation", "cp", "--abi", f"cp{tag}",
+         "--dest", str(folder / "downloads"), *(f"{n}=={v}" for n, v in WHEELS.items())],
+        check=True, timeout=600,
+    )  # fmt: skip
+    site = folder / "site"
+    for wheel in sorted((folder / "downloads").glob("*.whl")):
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(site)
+    for path in (folder, site, *site.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)  # Wine's user reads them
+    return folder
+
+
+def test_pypis_own_msvc_built_extension_modules_load_under_wine(windows_tree, pypi_wheels):
+    """markupsafe's compiled speedups (a .cp314-win_amd64.pyd built by MSVC) import into
+    our clang-built python314.dll and run. numpy gets as far as calling crealf in the
+    UCRT, which Wine (8.0, and 10.0 too) does not implement: a limit of Wine, named here
+    so that the test says when a Wine update lifts it."""
+    shutil.copytree(windows_tree, pypi_wheels / "python", symlinks=True)
+    (pypi_wheels / "wheels.py").write_text(
+        "import sys\n"
+        "sys.path.insert(0, 'site')\n"
+        "import markupsafe, markupsafe._speedups as speedups\n"
+        "print(markupsafe.escape('<a>&'), speedups.__file__.rsplit(chr(92), 1)[-1], flush=True)\n"
+        "import numpy\n"
+        "print(numpy.linalg.inv(numpy.array([[2.0, 1.0], [1.0, 3.0]])).round(2).tolist())\n"
+    )
+    result = run_windows_program(
+        WINDOWS, default_workspace(), pypi_wheels, "python/python.exe", ["wheels.py"], check=False
+    )
+    lines = result.stdout.splitlines()
+    assert "&lt;a&gt;&amp; _speedups.cp314-win_amd64.pyd" in lines, result.stdout[-2000:]
+    assert "unimplemented function ucrtbase.dll.crealf" in result.stdout + result.stderr

@@ -56,11 +56,13 @@ make -f "$RECIPE_DIR/windows.mk" -j"$JOBS" BUILD_DATE="$build_date" BUILD_TIME="
 
 # The tree. The interpreter finds its prefix beside python.exe (Lib/os.py), so the
 # tree runs from any folder.
-version_dll=$(ls python3*.dll)
+version_dll=$(ls python3?*.dll)
 install -d "$INSTALL_DIR/DLLs" "$INSTALL_DIR/libs" "$INSTALL_DIR/include"
-install -m 0755 python.exe pythonw.exe "$version_dll" "$INSTALL_DIR/"
+install -m 0755 python.exe pythonw.exe "$version_dll" python3.dll "$INSTALL_DIR/"
 install -m 0644 libs/*.lib "$INSTALL_DIR/libs/"
 cp -r "$source_dir/Lib" "$INSTALL_DIR/Lib"
+# venv copies these into an environment as its python.exe and pythonw.exe.
+install -m 0755 venvlauncher.exe venvwlauncher.exe "$INSTALL_DIR/Lib/venv/scripts/nt/"
 cp -r "$source_dir/Include/." "$INSTALL_DIR/include/"
 cp "$source_dir/PC/pyconfig.h" "$INSTALL_DIR/include/"
 cp "$source_dir/LICENSE" "$INSTALL_DIR/LICENSE.txt"

@@ -59,8 +59,9 @@ CONFIG_MARKERS = ("/* -- ADDMODULE MARKER 1 -- */", "/* -- ADDMODULE MARKER 2 --
 # Stripped, the same objects give the same bytes; the images carry no symbols anyway
 # (Windows' debug information lives in separate .pdb files).
 LINK_FLAGS = "-s"
-# The programs, each from its project: the console interpreter and the windowed one.
-PROGRAMS = {"python.exe": ("python", "-municode"), "pythonw.exe": ("pythonw", "-municode -mwindows")}
+# How a program's Link SubSystem is linked: a console program, or a windowed one (no
+# console). Every program here starts at wmain/wWinMain (-municode).
+SUBSYSTEM_FLAGS = {"Console": "-municode", "Windows": "-municode -mwindows"}
 
 
 @dataclass(frozen=True)
@@ -232,9 +233,10 @@ def makefile(
     dll = f"python{major_minor}.dll"
     lines = [
         "# Written by pyfreight/cpython/windows_projects.py from PCbuild/*.vcxproj.",
-        f"all: {dll} " + " ".join(PROGRAMS),
+        "all:",  # written below, once every output is known
         "",
     ]
+    made: list[str] = []
     dll_objects: list[str] = []
     static: list[str] = []
     system: list[str] = []
@@ -258,16 +260,35 @@ def makefile(
         f"\t$(CC) $(LDFLAGS) {LINK_FLAGS} -shared -o $@ $^ {link}",
         "",
     ]
-    for program, (project_name, flags) in PROGRAMS.items():
-        project = read_project(pcbuild_root / "PCbuild" / f"{project_name}.vcxproj", known, pcbuild_root)
-        units = compiles(project, inner_source, f"obj/{project_name}")
+    for name in settings["programs"]:
+        project = read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root)
+        units = compiles(project, inner_source, f"obj/{name}")
         lines += _rules(units)
         objects = " ".join(u.obj for u in units)
+        program = f"{project.property('TargetName') or name}.exe"
+        subsystem = project.definitions.get("Link", {}).get("SubSystem") or "Console"
+        libraries = " ".join(link_libraries(project, target))
         lines += [
             f"{program}: {dll} {objects}",
-            f"\t$(CC) $(LDFLAGS) {LINK_FLAGS} {flags} -o $@ {objects} libs/python{major_minor}.lib",
+            f"\t$(CC) $(LDFLAGS) {LINK_FLAGS} {SUBSYSTEM_FLAGS[subsystem]} -o $@ {objects} "
+            f"libs/python{major_minor}.lib {libraries}",
             "",
         ]
+        made.append(program)
+    for name in settings["forwarder_dlls"]:
+        project = read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root)
+        units = compiles(project, inner_source, f"obj/{name}")
+        lines += _rules(units)
+        objects = " ".join(u.obj for u in units)
+        forwarder = f"{project.property('TargetName') or name}.dll"
+        libraries = " ".join(link_libraries(project, target))
+        lines += [
+            f"{forwarder}: {dll} {objects}",
+            f"\t$(CC) $(LDFLAGS) {LINK_FLAGS} -shared -o $@ {objects} {libraries}",
+            "",
+        ]
+        made.append(forwarder)
+    lines[1] = f"all: {dll} " + " ".join(made)
     return "\n".join(lines) + "\n"
 
 
