@@ -22,14 +22,16 @@ from pyfreight import toolchain
 from pyfreight.container.images import ensure_images
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.container.wine import run_windows_program
+from pyfreight.cpython.relocate import FORBIDDEN
 from pyfreight.cpython.versions import cpython_source
 from pyfreight.deps.recipe_build import ALLOWED_MENTION
 from pyfreight.formats import arfile
-from pyfreight.formats.tarball import extract
+from pyfreight.formats.tarball import extract, newest_mtime
 from pyfreight.hashing import file_sha256
 from pyfreight.paths import default_workspace
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import all_targets
+from pyfreight.verify.pe_rules import check_pe_tree
 from tests.conftest import pyfreight_cli
 
 WINDOWS = next(t for t in all_targets().values() if t.runner == "wine")
@@ -274,3 +276,33 @@ def test_pypis_own_msvc_built_extension_modules_load_under_wine(windows_tree, py
     lines = result.stdout.splitlines()
     assert "&lt;a&gt;&amp; _speedups.cp314-win_amd64.pyd" in lines, result.stdout[-2000:]
     assert "unimplemented function ucrtbase.dll.crealf" in result.stdout + result.stderr
+
+
+def test_the_pe_rules_pass_the_tree_but_for_openssls_compiled_in_build_paths(windows_tree):
+    """Machine, imports (Windows' own DLLs, the UCRT's and the tree's own), ASLR, DEP, no
+    debug directory, the C API exported and no bundled library's symbol: all hold. One
+    finding stands, for every target: OpenSSL compiles its build's paths into libcrypto
+    (ENGINESDIR, MODULESDIR and the compiler command line of OpenSSL_version), so the
+    interpreter names them; each place is checked to be one of those."""
+    facts, problems = check_pe_tree(windows_tree, WINDOWS)
+    assert sorted(f.path for f in facts) == [
+        "Lib/venv/scripts/nt/venvlauncher.exe", "Lib/venv/scripts/nt/venvwlauncher.exe",
+        "python.exe", "python3.dll", "python314.dll", "pythonw.exe",
+    ]  # fmt: skip
+    dll = next(f for f in facts if f.path == "python314.dll")
+    assert len(dll.exported) > 1500 and dll.timestamp == _source_epoch()
+    assert {f.path for f in facts if f.forwarded} == {"python3.dll"}
+    assert sorted(problems) == [f"python314.dll: names the build path {p}" for p in sorted(FORBIDDEN[:3])]
+    image = (windows_tree / "python314.dll").read_bytes()
+    for path in FORBIDDEN[:3]:
+        for at in (m.start() for m in re.finditer(re.escape(path.encode()), image)):
+            string_start = image.rfind(b"\0", 0, at) + 1
+            string = image[string_start : image.find(b"\0", at)]
+            # the string itself, or OpenSSL_version's "ENGINESDIR: \"...\"" naming it
+            openssl_dirs = (b"/lib/engines-3", b"/lib/ossl-modules")
+            assert string.startswith(b"compiler: ") or string.rstrip(b'"').endswith(openssl_dirs), string
+
+
+def _source_epoch() -> int:
+    """PE timestamps are the source's date (SOURCE_DATE_EPOCH), as every build output's."""
+    return newest_mtime(default_workspace().downloads / cpython_source(None).source.file) or 0

@@ -32,17 +32,9 @@ from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive
 from pyfreight.python_json import schema_errors
 from pyfreight.targets import Target, all_targets, default_target, known_names
 from pyfreight.verify.elf_rules import libc_problem
+from pyfreight.verify.exports import bundled_exports, missing_c_api
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
-
-# Symbols of bundled libraries that must not be exported by the interpreter (they
-# would clash with, or be interposed by, other copies loaded into the process).
-BUNDLED_SYMBOL_PREFIXES = (
-    "SSL_", "EVP_", "OPENSSL_", "CRYPTO_", "X509_", "BIO_", "sqlite3_", "ffi_", "lzma_", "ZSTD_",
-    "XML_", "mpd_", "BZ2_", "Tcl_", "Tk_", "XOpenDisplay", "xcb_", "el_", "uuid_", "deflate", "inflate",
-    "initscr", "newwin", "tgetent", "zlibVersion",
-)  # fmt: skip
-REQUIRED_EXPORTS = ("Py_Initialize", "PyList_New", "PyModule_Create2", "PyArg_ParseTuple")
 
 
 @dataclass(frozen=True)
@@ -198,13 +190,13 @@ def _elf_problems(path: Path, member: str, spec: Target, found: list[ElfFacts]) 
     if facts.kind not in ("ET_EXEC", "ET_DYN"):
         return problems  # an object file (e.g. the config folder's python.o): nothing runs it as is
     problems += _hardening(facts, member)
-    bundled = sorted(s for s in facts.exported if s.startswith(BUNDLED_SYMBOL_PREFIXES))
+    bundled = bundled_exports(facts.exported)
     if bundled:
         problems.append(Problem(member, f"exports symbols of bundled libraries: {', '.join(bundled[:5])}"))
     # A program with no loader (fully static) cannot load extension modules at all, so it
     # has no C API to export for them.
     if facts.loader is not None and Path(member).name.startswith("python3") and "/bin/" in member:
-        missing = [s for s in REQUIRED_EXPORTS if s not in facts.exported]
+        missing = missing_c_api(facts.exported)
         if missing:
             problems.append(
                 Problem(member, f"does not export the C API extension modules need: {', '.join(missing)}")

@@ -1,0 +1,85 @@
+"""verify/pe_rules.py judges the facts formats/pe.py reads from Windows images: each
+rule fails on a file made to break it, with one line naming the file. The real files
+(the Windows tree) are read in the Windows part of test-all."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pyfreight.formats.pe import PeFacts, UnreadablePe, pe_facts
+from pyfreight.targets import all_targets
+from pyfreight.verify.pe_rules import build_paths_in, check_pe_tree, pe_problems
+
+WINDOWS = next(t for t in all_targets().values() if t.pe_machine == "AMD64")
+ALLOWED = {name.lower() for name in WINDOWS.allowed_needed} | {"python314.dll"}
+GOOD_DLL = PeFacts(
+    path="python314.dll",
+    machine="AMD64",
+    is_dll=True,
+    imports=("KERNEL32.dll", "ole32.dll", "api-ms-win-crt-runtime-l1-1-0.dll"),
+    exported=frozenset({"Py_Initialize", "PyList_New", "PyModule_Create2", "PyArg_ParseTuple"}),
+    forwarded=frozenset(),
+    flags=frozenset({"dynamic_base", "high_entropy_va", "nx_compat"}),
+    timestamp=1785925789,
+    debug_entries=0,
+)
+
+
+def test_a_good_image_has_no_problem_and_imports_match_without_case():
+    assert pe_problems(GOOD_DLL, WINDOWS, ALLOWED) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"machine": "ARM64"}, "machine ARM64, not AMD64 (x86_64-pc-windows-gnullvm)"),
+        (
+            {"imports": ("KERNEL32.dll", "libcrypto-3-x64.dll")},
+            "imports DLLs outside the allow-list: libcrypto-3-x64.dll",
+        ),
+        ({"flags": frozenset({"nx_compat"})}, "lacks security flags: dynamic_base, high_entropy_va"),
+        ({"debug_entries": 1}, "has a debug directory (1 entries): link it stripped"),
+        (
+            {"exported": GOOD_DLL.exported | {"SSL_new", "sqlite3_open"}},
+            "exports symbols of bundled libraries: SSL_new, sqlite3_open",
+        ),
+        (
+            {"exported": frozenset({"Py_Initialize"})},
+            "does not export the C API extension modules need: "
+            "PyList_New, PyModule_Create2, PyArg_ParseTuple",
+        ),
+    ],
+)  # fmt: skip
+def test_each_rule_fails_an_image_that_breaks_it(change, expected):
+    assert pe_problems(replace(GOOD_DLL, **change), WINDOWS, ALLOWED) == [expected]
+
+
+def test_a_forwarded_export_is_not_one_of_ours():
+    """python3.dll forwards names to python3XX.dll; a forwarder holds no code."""
+    forwarder = replace(
+        GOOD_DLL, path="python3.dll", exported=frozenset({"SSL_new"}), forwarded=frozenset({"SSL_new"})
+    )
+    assert pe_problems(forwarder, WINDOWS, ALLOWED) == []
+
+
+def test_build_paths_are_found_narrow_and_wide():
+    assert build_paths_in(b"...compiler: /sysroot/bin/zig-cc...") == ["names the build path /sysroot"]
+    assert build_paths_in("C:/x;/build/work/y".encode("utf-16-le")) == ["names the build path /build/work"]
+    assert build_paths_in(b"/usr/lib and C:\\Windows") == []
+
+
+def test_a_file_that_is_not_pe_is_skipped_and_a_broken_one_named(tmp_path: Path):
+    (tmp_path / "readme.dll").write_bytes(b"not an image")
+    broken = tmp_path / "sub" / "python314.dll"
+    broken.parent.mkdir()
+    broken.write_bytes(b"MZ" + b"\x00" * 62 + b"garbage")
+    assert pe_facts(tmp_path / "readme.dll", tmp_path) is None
+    with pytest.raises(UnreadablePe, match=r"^sub/python314.dll: not a readable PE image \("):
+        pe_facts(broken, tmp_path)
+    facts, problems = check_pe_tree(tmp_path, WINDOWS)
+    assert (
+        facts == [] and len(problems) == 1 and problems[0].startswith("sub/python314.dll: not a readable PE")
+    )
