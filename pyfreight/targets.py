@@ -48,6 +48,7 @@ class Target:
     emulator: str | None  # the binfmt_misc emulator, for runner "emulator"
     emulator_cpu: str | None  # the CPU model the emulator is told (QEMU_CPU)
     wine_packages: MappingProxyType[str, str]  # Debian's Wine, pinned, for runner "wine"
+    wine_limits: MappingProxyType[str, str]  # check-install checks that Wine cannot pass -> why
     # CPython configure's answers for a cross build (cache variables), from the data
     cpython_configure_answers: MappingProxyType[str, str]
     cpython_ldflags: str  # build-only flags of CPython's own links
@@ -138,6 +139,7 @@ class Target:
             emulator=run.get("emulator") if run_kind == "emulator" else None,
             emulator_cpu=run.get("cpu") if run_kind == "emulator" else None,
             wine_packages=MappingProxyType(dict(run["wine"]["packages"]) if run_kind == "wine" else {}),
+            wine_limits=MappingProxyType(dict(run["wine"].get("limits", {})) if run_kind == "wine" else {}),
             cpython_configure_answers=MappingProxyType(dict(data.get("cpython_configure_answers", {}))),
             cpython_ldflags=data.get("cpython_ldflags", ""),
             cpython_build=data.get("cpython_build", "configure"),

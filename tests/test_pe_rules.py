@@ -4,6 +4,8 @@ rule fails on a file made to break it, with one line naming the file. The real f
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -83,3 +85,26 @@ def test_a_file_that_is_not_pe_is_skipped_and_a_broken_one_named(tmp_path: Path)
     assert (
         facts == [] and len(problems) == 1 and problems[0].startswith("sub/python314.dll: not a readable PE")
     )
+
+
+def test_check_install_names_a_broken_python_exe_in_one_line(tmp_path: Path):
+    """A tree from the internet may hold anything: an executable that is no PE image is
+    named, with no traceback and before any container starts."""
+    (tmp_path / "python.exe").write_bytes(b"MZ" + b"\xff" * 100)
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("pyfreight")), "check-install", str(tmp_path), "--tests", "none"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: python.exe: not a readable PE image (" + proc.stderr.split("(", 1)[1].strip()
+    ]
+
+
+def test_the_windows_targets_wine_limits_are_data_with_reasons():
+    assert "venv with pip" in WINDOWS.wine_limits
+    assert all(len(reason) > 20 for reason in WINDOWS.wine_limits.values())
+    checks = (Path(__file__).parent.parent / "pyfreight/in_container/windows_checks.py").read_text()
+    assert all(f'@check("{name}")' in checks for name in WINDOWS.wine_limits), "a limit names no check"

@@ -306,3 +306,28 @@ def test_the_pe_rules_pass_the_tree_but_for_openssls_compiled_in_build_paths(win
 def _source_epoch() -> int:
     """PE timestamps are the source's date (SOURCE_DATE_EPOCH), as every build output's."""
     return newest_mtime(default_workspace().downloads / cpython_source(None).source.file) or 0
+
+
+def test_build_checks_the_install_under_wine(windows_tree):
+    """`pyfreight build` without --no-check runs check-install: the PE rules, then the
+    tree's python.exe under Wine from a folder with a space; the checks Wine cannot pass
+    are reported as WINE with the target data's reason."""
+    proc = pyfreight_cli("build", "--target", WINDOWS.make_name, "--options", "noopt", "--no-dist")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    imported = re.search(r"^PASS  every stdlib module imports\s+(\d+) modules$", out, re.M)
+    assert imported and int(imported.group(1)) > 500, out[-3000:]
+    for name in ("TLS handshake with certificate verification", "extension modules are built in"):
+        assert re.search(rf"^PASS  {re.escape(name)}\s", out, re.M), out[-3000:]
+    assert re.search(r"^WINE  venv with pip\s+venv copies the launcher", out, re.M)
+    assert re.search(r"^\d+ passed, 1 failed only under Wine, 0 failed$", out, re.M)
+
+
+def test_check_install_fails_a_tree_missing_python3_dll(windows_tree, tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(windows_tree, broken, symlinks=True)
+    (broken / "python3.dll").unlink()
+    proc = pyfreight_cli("check-install", broken, "--tests", "none")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    failed = r"^FAIL  ctypes calls a Windows API and the interpreter's own C API\s"
+    assert re.search(failed, proc.stdout, re.M), proc.stdout[-3000:]

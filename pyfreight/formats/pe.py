@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pefile
 
+from pyfreight.errors import PyfreightError
+
 MZ = b"MZ"
 SUFFIXES = (".exe", ".dll", ".pyd")
 # IMAGE_DLLCHARACTERISTICS_* of the optional header, by the name our rules use.
@@ -46,8 +48,8 @@ class PeFacts:
     debug_entries: int  # entries of the debug directory (CodeView records and the like)
 
 
-class UnreadablePe(ValueError):
-    """A file that starts like a PE image but cannot be read as one."""
+class UnreadablePe(PyfreightError):
+    """A file that starts like a PE image but cannot be read as one (said in one line)."""
 
 
 def pe_facts(path: Path, root: Path) -> PeFacts | None:

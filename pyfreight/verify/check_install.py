@@ -23,7 +23,8 @@ from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.records import driver_code_digest, exclusive, record_matches, write_record
-from pyfreight.targets import Target
+from pyfreight.targets import Target, all_targets
+from pyfreight.verify.check_windows import check_windows_install, windows_tree_machine
 from pyfreight.verify.elf_rules import check_tree
 from pyfreight.verify.test_suite import TEST_SUITE_FILE, load_test_suite
 
@@ -91,6 +92,9 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset", target: Targ
     """Runs every check; prints a line per check; True when all passed. The target is the
     build's when it is known, else the one the tree's interpreter was linked for."""
     tree = tree.resolve()
+    windows = _pe_target(tree, target)
+    if windows is not None:
+        return check_windows_install(tree, ws, tests, windows)
     python = installed_python_name(tree)
     if tests != "none" and not (tree / "lib" / python / "test").is_dir():
         raise PyfreightError(
@@ -148,6 +152,20 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset", target: Targ
         name_hint="check-install",
     )
     return run(spec, check=False).ok and not problems
+
+
+def _pe_target(tree: Path, target: Target | None) -> Target | None:
+    """The target of a tree of PE files (python.exe at its top): the build's, or the one
+    of the executable's machine; None for any other tree."""
+    if target is not None:
+        return target if target.pe_machine else None
+    machine = windows_tree_machine(tree)
+    if machine is None:
+        return None
+    found = [t for t in all_targets().values() if t.pe_machine == machine]
+    if not found:
+        raise PyfreightError(f"{tree / 'python.exe'}: no target in targets/ builds {machine} PE files")
+    return found[0]
 
 
 def check_build(build: CPythonBuild, ws: Workspace, tests: str = "subset") -> bool:

@@ -1,0 +1,286 @@
+"""Checks an installed pyfreight CPython for Windows from the inside, as
+interpreter_checks.py does on Linux. Run by the interpreter under test under Wine, from
+a folder with a space in its name; needs nothing but the stdlib. Prints one line per
+check and exits non-zero if any failed.
+
+Argument 1: a JSON object of checks that Wine cannot pass, each with the reason (the
+target file's `run.wine.limits`). Such a check still runs; when it fails it is reported
+as WINE with the reason and not counted, and when it passes that is said too, so the
+list can shrink when Wine catches up."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+# Modules that cannot import on Windows, or must not be imported by a check, and why.
+NOT_IMPORTABLE = {
+    "_android_support": "Android only",
+    "_apple_support": "Apple platforms only",
+    "_ios_support": "iOS only",
+    "_scproxy": "macOS only",
+    "curses": "needs _curses: Unix only",
+    "_curses": "Unix only",
+    "_curses_panel": "Unix only",
+    "readline": "Unix only",
+    "termios": "Unix only",
+    "tty": "needs termios: Unix only",
+    "pty": "needs termios: Unix only",
+    "fcntl": "Unix only",
+    "grp": "Unix only",
+    "pwd": "Unix only",
+    "resource": "Unix only",
+    "syslog": "Unix only",
+    "posix": "Unix only",
+    "_posixsubprocess": "Unix only",
+    "_posixshmem": "Unix only",
+    "_dbm": "not built: no permissively licensed dbm backend",
+    "_gdbm": "not built: gdbm is GPL",
+    "_tkinter": "Tcl/Tk's Windows port is not built yet (windows/projects.yaml)",
+    "_wmi": "not built: C++ on MSVC's COM support library (windows/projects.yaml)",
+    "dbm.gnu": "needs _gdbm (GPL, not built)",
+    "dbm.ndbm": "needs _dbm (no permissive backend, not built)",
+    "_pyrepl.unix_console": "Unix only",
+    "_pyrepl.unix_eventqueue": "Unix only",
+    "_pyrepl.fancy_termios": "Unix only",
+    "_pyrepl._minimal_curses": "Unix only",
+    "asyncio.unix_events": "Unix only",
+    "multiprocessing.popen_fork": "Unix only",
+    "multiprocessing.popen_forkserver": "Unix only",
+    "multiprocessing.popen_spawn_posix": "Unix only",
+    "multiprocessing.forkserver": "Unix only",
+    "multiprocessing.resource_sharer": "Unix only",
+    "tkinter": "needs _tkinter: Tcl/Tk's Windows port is not built yet (windows/projects.yaml)",
+    "turtle": "needs tkinter",
+    "antigravity": "opens a web browser when imported",
+    "this": "prints the Zen of Python when imported",
+}
+BUILTIN_REQUIRED = [
+    "_ssl", "_hashlib", "_sqlite3", "_lzma", "_bz2", "zlib", "_ctypes", "_socket", "select",
+    "pyexpat", "_elementtree", "_decimal", "unicodedata", "_uuid", "_overlapped", "_multiprocessing",
+    "_asyncio", "_queue", "_zoneinfo", "winsound", "nt", "winreg", "_winapi", "msvcrt",
+]  # fmt: skip
+WINE_LIMITS: dict[str, str] = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+
+results: list[tuple[str, str, str]] = []  # (status, name, detail)
+
+CheckFn = Callable[[], str | None]
+
+
+def check(name: str) -> Callable[[CheckFn], CheckFn]:
+    def wrap(fn: CheckFn) -> CheckFn:
+        try:
+            detail = fn() or ""
+            status = "PASS"
+            if name in WINE_LIMITS:
+                detail = f"passes under Wine now; drop it from run.wine.limits. {detail}"
+        except Exception:
+            detail = traceback.format_exc(limit=3).strip().splitlines()[-1]
+            status, detail = (
+                ("WINE", f"{WINE_LIMITS[name]} ({detail})") if name in WINE_LIMITS else ("FAIL", detail)
+            )
+        results.append((status, name, detail))
+        return fn
+
+    return wrap
+
+
+def _python(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The interpreter under test in a child process: a call Wine does not implement
+    aborts the process that makes it, and only the child is lost."""
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600, cwd=cwd)
+
+
+@check("runs from a folder with a space, finding its prefix beside python.exe")
+def _prefix() -> str:
+    here = Path(sys.executable).resolve().parent
+    assert " " in str(here), here
+    assert Path(sys.prefix).resolve() == here, (sys.prefix, here)
+    assert Path(os.__file__).resolve().parent == here / "Lib", os.__file__
+    return sys.prefix
+
+
+@check("extension modules are built in")
+def _builtin() -> str:
+    missing = [m for m in BUILTIN_REQUIRED if m not in sys.builtin_module_names]
+    assert not missing, f"not built in: {missing}"
+    dlls = Path(sys.base_prefix) / "DLLs"
+    pyds = sorted(p.name for p in dlls.glob("*.pyd")) if dlls.is_dir() else []
+    assert not pyds, f"extension modules outside the interpreter: {pyds}"
+    return f"{len(sys.builtin_module_names)} built-in modules"
+
+
+@check("every stdlib module imports")
+def _imports() -> str:
+    failed, count = [], 0
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    names = sorted(sys.stdlib_module_names)
+    for path in sorted(stdlib.rglob("*.py")):
+        parts = path.relative_to(stdlib).with_suffix("").parts
+        if parts[0] in ("test", "idlelib", "turtledemo", "site-packages", "__phello__") or (
+            "tests" in parts or parts[-1] == "__main__" or "-" in parts[-1]
+        ):
+            continue
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    for name in sorted(set(names)):
+        if name in NOT_IMPORTABLE or name.split(".")[0] in NOT_IMPORTABLE:
+            continue
+        try:
+            importlib.import_module(name)
+            count += 1
+        except Exception as exc:
+            failed.append(f"{name}: {type(exc).__name__}: {exc}")
+    assert not failed, "; ".join(failed[:10])
+    return f"{count} modules"
+
+
+@check("TLS handshake with certificate verification")
+def _tls() -> str:
+    import socket
+    import ssl
+    import threading
+
+    # The CA and localhost certificate interpreter_checks.py uses, beside this script.
+    certdir = Path(__file__).resolve().parent / "tls"
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(certdir / "localhost.pem")
+    client_ctx = ssl.create_default_context(cafile=certdir / "ca.pem")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with server_ctx.wrap_socket(conn, server_side=True) as tls:
+            tls.sendall(tls.recv(100).upper())
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    with (
+        socket.create_connection(("127.0.0.1", port)) as raw,
+        client_ctx.wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        tls.sendall(b"hello")
+        reply = tls.recv(100)
+        version = tls.version()
+    thread.join()
+    assert reply == b"HELLO"
+    if sys.platform == "win32":  # always here; the guard is for the type checker on Linux
+        assert isinstance(ssl.enum_certificates("ROOT"), list)  # Windows' certificate store
+    return f"{ssl.OPENSSL_VERSION}, {version}"
+
+
+@check("sqlite3 with FTS5 and JSON")
+def _sqlite() -> str:
+    import sqlite3
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
+    db.execute("INSERT INTO t VALUES ('static python builds')")
+    assert db.execute("SELECT count(*) FROM t WHERE t MATCH 'python'").fetchone() == (1,)
+    assert db.execute("""SELECT json_extract('{"a": [1, 2]}', '$.a[1]')""").fetchone() == (2,)
+    return sqlite3.sqlite_version
+
+
+@check("compression round trips")
+def _compression() -> None:
+    import bz2
+    import lzma
+    import zlib
+
+    data = b"pyfreight " * 1000
+    modules = [bz2, lzma, zlib]
+    if sys.version_info >= (3, 14):
+        from compression import zstd
+
+        modules.append(zstd)
+    for mod in modules:
+        assert mod.decompress(mod.compress(data)) == data, mod.__name__
+
+
+@check("ctypes calls a Windows API and the interpreter's own C API")
+def _ctypes() -> str:
+    import ctypes
+
+    callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(lambda x: x * 2)
+    assert callback(21) == 42
+    if sys.platform == "win32":  # always here; the guard is for the type checker on Linux
+        assert ctypes.windll.kernel32.GetCurrentProcessId() == os.getpid()
+    assert ctypes.pythonapi.Py_IsInitialized() == 1
+    # python3.dll, the stable ABI's name, forwards to the running python3XX.dll
+    forwarder = ctypes.PyDLL(os.path.join(sys.base_prefix, "python3.dll"))
+    assert forwarder.Py_IsInitialized() == 1
+    return "kernel32.GetCurrentProcessId, pythonapi, python3.dll"
+
+
+@check("hashlib uses OpenSSL; decimal, uuid, xml")
+def _misc() -> str:
+    import decimal
+    import hashlib
+    import uuid
+    import xml.etree.ElementTree as ET
+
+    assert hashlib.sha256(b"abc").hexdigest().startswith("ba7816bf")
+    assert "sha3_256" in hashlib.algorithms_available and hashlib.blake2b(b"x").digest_size == 64
+    assert str(decimal.Decimal(1) / decimal.Decimal(7)) == "0.1428571428571428571428571429"
+    assert uuid.uuid4().version == 4
+    node = ET.fromstring("<a><b>t</b></a>").find("b")
+    assert node is not None and node.text == "t"
+    return f"libmpdec {decimal.__libmpdec_version__}"
+
+
+@check("sysconfig: the platform pip chooses wheels by, and no build paths")
+def _sysconfig() -> str:
+    import importlib.machinery
+
+    platform = sysconfig.get_platform()
+    assert platform == "win-amd64", platform
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    assert suffix in importlib.machinery.EXTENSION_SUFFIXES and suffix.endswith("-win_amd64.pyd"), suffix
+    bad = ["/tools/", "/build/work", "/sysroot", "/inputs/"]
+    values = sysconfig.get_config_vars()
+    leaks = [k for k, v in values.items() if isinstance(v, str) and any(b in v for b in bad)]
+    assert not leaks, leaks[:10]
+    return f"{platform}, {suffix}"
+
+
+@check("os.getppid")
+def _getppid() -> str:
+    out = _python("-c", "import os; print(os.getppid())")
+    assert out.returncode == 0 and int(out.stdout) == os.getpid(), (out.returncode, out.stderr[-300:])
+    return out.stdout.strip()
+
+
+@check("venv with pip")
+def _venv() -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        env = Path(tmp) / "env"
+        made = _python("-m", "venv", str(env))
+        assert made.returncode == 0, made.stderr.strip().splitlines()[-1:] or made.returncode
+        python = env / "Scripts" / "python.exe"
+        out = subprocess.run(
+            [str(python), "-m", "pip", "--version"], capture_output=True, text=True, timeout=600
+        )
+        assert out.returncode == 0, out.stderr[-300:]
+        return out.stdout.split(" from ")[0]
+
+
+def main() -> int:
+    width = max(len(name) for _, name, _ in results)
+    for status, name, detail in results:
+        print(f"{status:<4}  {name:<{width}}  {detail}")
+    failed = sum(status == "FAIL" for status, _, _ in results)
+    wine = sum(status == "WINE" for status, _, _ in results)
+    print(f"{len(results) - failed - wine} passed, {wine} failed only under Wine, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""check-install for a Windows tree: the PE rules on every image (verify/pe_rules.py),
+then in_container/windows_checks.py run by the tree's own python.exe under Wine, in the
+target's runtime image with no network, from a folder with a space in its name. Checks
+the pinned Wine cannot pass (the target's `run.wine.limits`) still run and are reported
+as WINE with the reason."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from pyfreight.container.wine import run_windows_program
+from pyfreight.formats.pe import pe_facts
+from pyfreight.leftovers import owned
+from pyfreight.logs import say
+from pyfreight.paths import IN_CONTAINER_DIR, Workspace
+from pyfreight.targets import Target
+from pyfreight.verify.pe_rules import check_pe_tree
+
+CHECK_SCRIPT = IN_CONTAINER_DIR / "windows_checks.py"
+TLS_MATERIAL = IN_CONTAINER_DIR / "tls"
+TREE_FOLDER = "py freight/python"  # unusual on purpose: a space, as check-install's on Linux
+
+
+def windows_tree_machine(tree: Path) -> str | None:
+    """The PE machine of the tree's python.exe, or None when the tree has none."""
+    executable = tree / "python.exe"
+    if not executable.is_file():
+        return None
+    facts = pe_facts(executable, tree)
+    return facts.machine if facts else None
+
+
+def check_windows_install(tree: Path, ws: Workspace, tests: str, target: Target) -> bool:
+    """Every check; a line per check; True when all passed (Wine's known limits aside)."""
+    facts, problems = check_pe_tree(tree, target, build_paths=False)
+    say(f"PE files: {len(facts)}")
+    for problem in problems:
+        print(f"FAIL  {problem}")
+    if tests != "none" and "test_suite" in target.unfinished:
+        reason = " ".join(target.unfinished["test_suite"].split())
+        say(f"check-install: CPython's tests ({tests}) not run: {reason}")
+    ws.scratch.mkdir(parents=True, exist_ok=True)
+    # Wine's user reads a copy laid out as the checks want it; the tree is not touched.
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("check-windows")) as tmp:
+        folder = Path(tmp)
+        shutil.copytree(tree, folder / TREE_FOLDER, symlinks=True)
+        shutil.copy2(CHECK_SCRIPT, folder / CHECK_SCRIPT.name)
+        shutil.copytree(TLS_MATERIAL, folder / TLS_MATERIAL.name)
+        for path in (folder, *folder.rglob("*")):
+            if not path.is_symlink():
+                path.chmod(
+                    0o755 if path.is_dir() else 0o644 if path.suffix not in (".exe", ".dll") else 0o755
+                )
+        result = run_windows_program(
+            target,
+            ws,
+            folder,
+            f"{TREE_FOLDER}/python.exe",
+            [CHECK_SCRIPT.name, json.dumps(dict(target.wine_limits), sort_keys=True)],
+            what="check-install under Wine",
+            check=False,
+        )
+    for line in result.stdout.splitlines():
+        if line[:4] in ("PASS", "FAIL", "WINE") or line.endswith(" failed"):
+            print(line)
+    return result.ok and not problems
