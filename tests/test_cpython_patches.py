@@ -41,27 +41,28 @@ def patched_files(patch: Path) -> list[str]:
     return re.findall(r"^\+\+\+ b/(\S+)", patch.read_text(), re.MULTILINE)
 
 
-# The files of each pinned source the tests read: what the patches touch, and CPython's
-# own getpath test (its mock file system).
-NEEDED = sorted(
-    {"Modules/getpath.py", "Lib/test/test_getpath.py", *(f for p in PATCHES for f in patched_files(p))}
-)
+def needed(minor: str) -> list[str]:
+    """The files of a pinned source the tests read: what its version's patches touch, and
+    CPython's own getpath test (its mock file system)."""
+    patched = (f for p in PATCHES if minor in versions_of(p) for f in patched_files(p))
+    return sorted({"Modules/getpath.py", "Lib/test/test_getpath.py", *patched})
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory) -> dict[str, dict[str, bytes]]:
-    """minor -> {path: bytes} of NEEDED as they are in its tarball (one pass each)."""
+    """minor -> {path: bytes} of needed(minor) as they are in its tarball (one pass each)."""
     found: dict[str, dict[str, bytes]] = {}
     for minor, src in VERSIONS.items():
         tarball = fetch_source(src.source, default_workspace().downloads, log=lambda m: None)
-        wanted = {f"{src.top_dir}/{name}": name for name in NEEDED}
+        wanted = {f"{src.top_dir}/{name}": name for name in needed(minor)}
         found[minor] = {}
         with open_tar(tarball) as tar:
             for member in tar:
                 fh = tar.extractfile(member) if member.name in wanted else None
                 if fh is not None:
                     found[minor][wanted[member.name]] = fh.read()
-        assert sorted(found[minor]) == NEEDED, f"{src.file}: missing {set(NEEDED) - set(found[minor])}"
+        missing = set(needed(minor)) - set(found[minor])
+        assert not missing, f"{src.source.file}: missing {missing}"
     return found
 
 

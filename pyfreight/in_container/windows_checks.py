@@ -3,10 +3,11 @@ interpreter_checks.py does on Linux. Run by the interpreter under test under Win
 a folder with a space in its name; needs nothing but the stdlib. Prints one line per
 check and exits non-zero if any failed.
 
-Argument 1: a JSON object of checks that Wine cannot pass, each with the reason (the
-target file's `run.wine.limits`). Such a check still runs; when it fails it is reported
-as WINE with the reason and not counted, and when it passes that is said too, so the
-list can shrink when Wine catches up."""
+Argument 1: a JSON object from the target file: `platform`, the sysconfig platform the
+interpreter must report (pip chooses wheels by it), and `limits`, the checks Wine
+cannot pass, each with the reason (`run.wine.limits`). Such a check still runs; when it
+fails it is reported as WINE with the reason and not counted, and when it passes that
+is said too, so the list can shrink when Wine catches up."""
 
 from __future__ import annotations
 
@@ -68,7 +69,8 @@ BUILTIN_REQUIRED = [
     "pyexpat", "_elementtree", "_decimal", "unicodedata", "_uuid", "_overlapped", "_multiprocessing",
     "_asyncio", "_queue", "_zoneinfo", "winsound", "nt", "winreg", "_winapi", "msvcrt",
 ]  # fmt: skip
-WINE_LIMITS: dict[str, str] = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+TARGET: dict = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+WINE_LIMITS: dict[str, str] = TARGET.get("limits", {})
 
 results: list[tuple[str, str, str]] = []  # (status, name, detail)
 
@@ -241,9 +243,11 @@ def _sysconfig() -> str:
     import importlib.machinery
 
     platform = sysconfig.get_platform()
-    assert platform == "win-amd64", platform
+    assert platform == TARGET["platform"], (platform, TARGET["platform"])
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    assert suffix in importlib.machinery.EXTENSION_SUFFIXES and suffix.endswith("-win_amd64.pyd"), suffix
+    # the wheel tag's spelling of the platform, as PyPI's extension modules are named
+    assert suffix in importlib.machinery.EXTENSION_SUFFIXES, suffix
+    assert suffix.endswith(f"-{platform.replace('-', '_')}.pyd"), suffix
     bad = ["/tools/", "/build/work", "/sysroot", "/inputs/"]
     values = sysconfig.get_config_vars()
     leaks = [k for k, v in values.items() if isinstance(v, str) and any(b in v for b in bad)]

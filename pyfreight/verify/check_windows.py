@@ -59,7 +59,7 @@ def check_windows_install(tree: Path, ws: Workspace, tests: str, target: Target)
             ws,
             folder,
             f"{TREE_FOLDER}/python.exe",
-            [CHECK_SCRIPT.name, json.dumps(dict(target.wine_limits), sort_keys=True)],
+            [CHECK_SCRIPT.name, json.dumps(_target_facts(target), sort_keys=True)],
             what="check-install under Wine",
             check=False,
         )
@@ -67,3 +67,8 @@ def check_windows_install(tree: Path, ws: Workspace, tests: str, target: Target)
         if line[:4] in ("PASS", "FAIL", "WINE") or line.endswith(" failed"):
             print(line)
     return result.ok and not problems
+
+
+def _target_facts(target: Target) -> dict[str, object]:
+    """What the checks need to know of the target (windows_checks.py, argument 1)."""
+    return {"platform": target.python_platform_tag, "limits": dict(target.wine_limits)}
