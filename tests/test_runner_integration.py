@@ -11,7 +11,8 @@ import tarfile
 import pytest
 import yaml
 
-from pyfreight.container.images import ensure_images
+from pyfreight.container.images import ensure_images, ensure_runtime_image
+from pyfreight.container.run import RunSpec, run
 from pyfreight.deps.scheduler import build_deps
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import Workspace, default_workspace
@@ -137,3 +138,12 @@ def test_bad_output_is_refused(setup, name, install, message):
     with pytest.raises(PyfreightError, match=re.escape(message)):
         build(tmp_path, ws, [name])
     assert not list(ws.artifacts.glob(f"{name}-*.tar"))
+
+
+def test_captured_output_that_is_not_utf8_is_kept_not_fatal():
+    """A program in a container may print any bytes (CPython's tests under Wine print
+    the console's code page); the runner keeps them, undecodable bytes replaced, instead
+    of failing on them."""
+    image = ensure_runtime_image(default_workspace(), default_target())
+    result = run(RunSpec(image=image, command=["printf", "ok \\346\\n"], what="printing a stray byte"))
+    assert result.ok and result.stdout == "ok \ufffd\n"

@@ -26,6 +26,10 @@ mkdir -p ../native
   frozen=$(native make -s -f Makefile -f - print-frozen <<< 'print-frozen: ; @echo $(FROZEN_FILES_OUT)')
   # shellcheck disable=SC2086  # a list of file names
   native make -j"$JOBS" $frozen > frozen.log
+  # The native interpreter of the same source, with the shared modules compileall needs
+  # (_struct; unicodedata for \N{...} escapes): it compiles the stdlib's .pyc files below.
+  suffix=$(native make -s -f Makefile -f - print-suffix <<< 'print-suffix: ; @echo $(EXT_SUFFIX)')
+  native make -j"$JOBS" python "Modules/_struct$suffix" "Modules/unicodedata$suffix" > native-python.log
   mkdir -p "$FROZEN_DIR/Python"
   cp -r Python/frozen_modules "$FROZEN_DIR/Python/"
 )
@@ -63,6 +67,14 @@ install -m 0644 libs/*.lib "$INSTALL_DIR/libs/"
 cp -r "$source_dir/Lib" "$INSTALL_DIR/Lib"
 # venv copies these into an environment as its python.exe and pythonw.exe.
 install -m 0755 venvlauncher.exe venvwlauncher.exe "$INSTALL_DIR/Lib/venv/scripts/nt/"
+# The stdlib's bytecode, as `make install` writes it on Unix and Windows' installer at
+# install time: bytecode is the same on every platform, so the native interpreter of
+# this source writes it. In one process (-j1), as on Unix, so the files reproduce;
+# checked-hash, so no file's time is in them; named below Lib/ as the tree has it (the
+# import system puts the real path in when it loads them).
+native PYTHONPATH="$source_dir/../native/Modules" "$source_dir/../native/python" -Wi -m compileall -q -o 0 -o 1 -o 2 -j1 \
+  --invalidation-mode checked-hash -s "$INSTALL_DIR" -x 'bad_coding|badsyntax|site-packages' \
+  "$INSTALL_DIR/Lib"
 cp -r "$source_dir/Include/." "$INSTALL_DIR/include/"
 cp "$source_dir/PC/pyconfig.h" "$INSTALL_DIR/include/"
 cp "$source_dir/LICENSE" "$INSTALL_DIR/LICENSE.txt"

@@ -144,7 +144,9 @@ def run(spec: RunSpec, check: bool = True) -> RunResult:
                 proc = subprocess.run(args, stdout=log, stderr=subprocess.STDOUT, env=docker.DOCKER_ENV)
             result = RunResult(proc.returncode, "")
         elif spec.output == "capture":
-            captured = subprocess.run(args, capture_output=True, text=True, env=docker.DOCKER_ENV)
+            captured = subprocess.run(
+                args, capture_output=True, text=True, errors="replace", env=docker.DOCKER_ENV
+            )
             result = RunResult(captured.returncode, captured.stdout, captured.stderr)
         else:
             proc = subprocess.run(args, env=docker.DOCKER_ENV)

@@ -144,6 +144,26 @@ def _imports() -> str:
     return f"{count} modules"
 
 
+@check("the stdlib's bytecode is there and valid for its sources")
+def _bytecode() -> str:
+    import importlib.util
+    import json as module
+
+    assert module.__spec__ is not None and module.__spec__.cached is not None
+    cached = Path(module.__spec__.cached)
+    header = cached.read_bytes()[:16]
+    assert header[:4] == importlib.util.MAGIC_NUMBER, header
+    flags = int.from_bytes(header[4:8], "little")
+    assert flags == 0b11, f"not checked-hash: flags {flags}"  # reproducible: no file times
+    assert module.__file__ is not None
+    source_hash = importlib.util.source_hash(Path(module.__file__).read_bytes())
+    assert header[8:16] == source_hash, "the .pyc does not match its source"
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    count = sum(1 for _ in stdlib.rglob("*.pyc"))
+    assert count > 1000, count
+    return f"{count} .pyc files, checked-hash"
+
+
 @check("TLS handshake with certificate verification")
 def _tls() -> str:
     import socket
