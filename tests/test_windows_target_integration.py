@@ -22,7 +22,6 @@ from pyfreight import toolchain
 from pyfreight.container.images import ensure_images
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.container.wine import run_windows_program
-from pyfreight.cpython.relocate import FORBIDDEN
 from pyfreight.cpython.versions import cpython_source
 from pyfreight.deps.recipe_build import ALLOWED_MENTION
 from pyfreight.formats import arfile
@@ -278,12 +277,10 @@ def test_pypis_own_msvc_built_extension_modules_load_under_wine(windows_tree, py
     assert "unimplemented function ucrtbase.dll.crealf" in result.stdout + result.stderr
 
 
-def test_the_pe_rules_pass_the_tree_but_for_openssls_compiled_in_build_paths(windows_tree):
+def test_the_pe_rules_pass_the_tree(windows_tree):
     """Machine, imports (Windows' own DLLs, the UCRT's and the tree's own), ASLR, DEP, no
-    debug directory, the C API exported and no bundled library's symbol: all hold. One
-    finding stands, for every target: OpenSSL compiles its build's paths into libcrypto
-    (ENGINESDIR, MODULESDIR and the compiler command line of OpenSSL_version), so the
-    interpreter names them; each place is checked to be one of those."""
+    debug directory, the C API exported, no bundled library's symbol and no build path
+    in any image's bytes: all hold."""
     facts, problems = check_pe_tree(windows_tree, WINDOWS)
     assert sorted(f.path for f in facts) == [
         "Lib/venv/scripts/nt/venvlauncher.exe", "Lib/venv/scripts/nt/venvwlauncher.exe",
@@ -292,15 +289,19 @@ def test_the_pe_rules_pass_the_tree_but_for_openssls_compiled_in_build_paths(win
     dll = next(f for f in facts if f.path == "python314.dll")
     assert len(dll.exported) > 1500 and dll.timestamp == _source_epoch()
     assert {f.path for f in facts if f.forwarded} == {"python3.dll"}
-    assert sorted(problems) == [f"python314.dll: names the build path {p}" for p in sorted(FORBIDDEN[:3])]
+    assert problems == []
+
+
+def test_openssl_reads_its_configuration_where_only_an_administrator_writes(windows_tree):
+    """OpenSSL loads openssl.cnf (which can load code) from OPENSSLDIR at start-up. A
+    Unix path such as /etc/ssl means C:\\etc\\ssl on Windows, a folder any user may
+    create; the target's folders are below Program Files (targets/*.yaml recipe_env)."""
     image = (windows_tree / "python314.dll").read_bytes()
-    for path in FORBIDDEN[:3]:
-        for at in (m.start() for m in re.finditer(re.escape(path.encode()), image)):
-            string_start = image.rfind(b"\0", 0, at) + 1
-            string = image[string_start : image.find(b"\0", at)]
-            # the string itself, or OpenSSL_version's "ENGINESDIR: \"...\"" naming it
-            openssl_dirs = (b"/lib/engines-3", b"/lib/ossl-modules")
-            assert string.startswith(b"compiler: ") or string.rstrip(b'"').endswith(openssl_dirs), string
+    folders = {k: WINDOWS.recipe_env[k].encode() for k in ("OPENSSL_DIR", "OPENSSL_MODULES_DIR")}
+    assert all(v.startswith(b"C:/Program Files/") for v in folders.values()), folders
+    assert b'OPENSSLDIR: "' + folders["OPENSSL_DIR"] + b'"' in image
+    assert b'MODULESDIR: "' + folders["OPENSSL_MODULES_DIR"] + b'"' in image
+    assert b"/etc/ssl" not in image
 
 
 def _source_epoch() -> int:

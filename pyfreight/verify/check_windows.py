@@ -20,6 +20,7 @@ from pyfreight.targets import Target
 from pyfreight.verify.pe_rules import check_pe_tree
 
 CHECK_SCRIPT = IN_CONTAINER_DIR / "windows_checks.py"
+BYTECODE_MODULE = IN_CONTAINER_DIR / "bytecode.py"  # the script imports it
 TLS_MATERIAL = IN_CONTAINER_DIR / "tls"
 TREE_FOLDER = "py freight/python"  # unusual on purpose: a space, as check-install's on Linux
 
@@ -35,7 +36,7 @@ def windows_tree_machine(tree: Path) -> str | None:
 
 def check_windows_install(tree: Path, ws: Workspace, tests: str, target: Target) -> bool:
     """Every check; a line per check; True when all passed (Wine's known limits aside)."""
-    facts, problems = check_pe_tree(tree, target, build_paths=False)
+    facts, problems = check_pe_tree(tree, target)
     say(f"PE files: {len(facts)}")
     for problem in problems:
         print(f"FAIL  {problem}")
@@ -47,7 +48,8 @@ def check_windows_install(tree: Path, ws: Workspace, tests: str, target: Target)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("check-windows")) as tmp:
         folder = Path(tmp)
         shutil.copytree(tree, folder / TREE_FOLDER, symlinks=True)
-        shutil.copy2(CHECK_SCRIPT, folder / CHECK_SCRIPT.name)
+        for script in (CHECK_SCRIPT, BYTECODE_MODULE):
+            shutil.copy2(script, folder / script.name)
         shutil.copytree(TLS_MATERIAL, folder / TLS_MATERIAL.name)
         for path in (folder, *folder.rglob("*")):
             if not path.is_symlink():

@@ -20,11 +20,9 @@ REQUIRED_FLAGS = ("dynamic_base", "high_entropy_va", "nx_compat")
 INTERPRETER_DLL = re.compile(r"^python3\d+\.dll$", re.IGNORECASE)
 
 
-def check_pe_tree(root: Path, target: Target, build_paths: bool = True) -> tuple[list[PeFacts], list[str]]:
+def check_pe_tree(root: Path, target: Target) -> tuple[list[PeFacts], list[str]]:
     """All PE files below `root`, and the problems found among them for `target`, one
-    line each, naming the file. `build_paths=False` leaves out the search for the build's
-    paths in the images' bytes, as check-install's ELF rules do on Linux (validate looks
-    at text files; OpenSSL compiles its build paths into every interpreter: issue to come)."""
+    line each, naming the file; the build's paths are searched for in every image's bytes."""
     facts: list[PeFacts] = []
     problems: list[str] = []
     for path in pe_files(root):
@@ -35,8 +33,7 @@ def check_pe_tree(root: Path, target: Target, build_paths: bool = True) -> tuple
             continue
         if found is not None:
             facts.append(found)
-            if build_paths:
-                problems += [f"{found.path}: {leak}" for leak in build_paths_in(path.read_bytes())]
+            problems += [f"{found.path}: {leak}" for leak in build_paths_in(path.read_bytes())]
     shipped = {Path(f.path).name.lower() for f in facts if f.is_dll}
     allowed = {name.lower() for name in target.allowed_needed} | shipped
     for f in facts:

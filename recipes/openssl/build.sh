@@ -3,10 +3,22 @@ cd openssl-3.5.7
 # no-shared: static libcrypto/libssl only. no-module: the legacy provider is built
 #   into libcrypto instead of a loadable .so. no-tests, no-docs: not needed here.
 # $OPENSSL_TARGET: OpenSSL's own name of the target (targets/*.yaml, recipe_env).
-# --openssldir=/etc/ssl: the configuration and CA store of Debian-like hosts at run time.
 # --libdir=lib: not lib64, so every recipe installs to the same place.
 ./Configure "$OPENSSL_TARGET" no-shared no-module no-tests no-docs \
-  --prefix="$PREFIX" --libdir=lib --openssldir=/etc/ssl
+  --prefix="$PREFIX" --libdir=lib
+# OpenSSL records its compile line in the library (`openssl version -f`); that line
+# names our build folders (--sysroot, -I$PREFIX/include), so record the target alone.
+# Written after Configure, it is newer than what make would rebuild it from.
+perl util/mkbuildinf.pl "not recorded" "$OPENSSL_TARGET" >crypto/buildinf.h
+# OpenSSL's folders at run time, the target's (targets/*.yaml): $OPENSSL_DIR holds the
+# configuration and CA store, $OPENSSL_MODULES_DIR engines and providers beyond those
+# built in (the defaults would be below $PREFIX, a build folder). Given to make, not
+# Configure: Configure takes a Windows path for a relative one and puts $PREFIX before it.
+dirs=(OPENSSLDIR="$OPENSSL_DIR" ENGINESDIR="$OPENSSL_MODULES_DIR" MODULESDIR="$OPENSSL_MODULES_DIR")
 # Libraries, headers and .pc files only: the openssl program is not needed.
-make -j"$JOBS" build_libs
-make install_dev
+make -j"$JOBS" build_libs "${dirs[@]}"
+make install_dev "${dirs[@]}"
+if grep -aoE ".{0,60}$PREFIX.{0,20}" "$PREFIX/lib/libcrypto.a" "$PREFIX/lib/libssl.a" >&2; then
+  echo "libcrypto.a or libssl.a still names $PREFIX (above)" >&2
+  exit 1
+fi
