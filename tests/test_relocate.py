@@ -84,8 +84,10 @@ def test_flags_become_host_flags():
 def test_tree_is_scrubbed_and_sysconfig_follows_the_tree(tmp_path):
     root = tmp_path / "some where" / "py"
     lib = fake_tree(root)
-    make_relocatable(root, "3.14.7")
+    rewritten = make_relocatable(root, "3.14.7")
     assert find_build_paths(root) == []
+    # The modules whose bytecode must be compiled again, because their text changed.
+    assert rewritten == [lib / "_sysconfigdata__linux_x86_64-linux-gnu.py"]
     path = lib / "_sysconfigdata__linux_x86_64-linux-gnu.py"
     spec = importlib.util.spec_from_file_location("scd", path)
     module = importlib.util.module_from_spec(spec)

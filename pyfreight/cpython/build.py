@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pyfreight.container import images
 from pyfreight.container.build_job import BuildJob, job_key, run_build_job
-from pyfreight.cpython import relocate, windows_projects
+from pyfreight.cpython import recompile, relocate, windows_projects
 from pyfreight.cpython.options import INSTALL_PREFIX, OUTPUT_DIR, BuildOptions, compiler_env, configure_args
 from pyfreight.cpython.progress import CPythonPhases
 from pyfreight.cpython.setup_local import (
@@ -146,7 +146,8 @@ def build_cpython(
             _replace(build.objects, outputs_dir / "build")
             if target.cpython_build == "configure":  # a Windows tree finds its prefix beside python.exe
                 say(f"cpython {src.version} {options}: making the tree relocatable")
-                relocate.make_relocatable(install, src.version)
+                rewritten = relocate.make_relocatable(install, src.version)
+                recompile.recompile(install, rewritten, target, ws, log)
             _replace(build.tree, install)
         tree = build.tree
         write_tar(build.artifact, ((f"install/{p}", tree / p) for p in walk_sorted(tree)), epoch)
@@ -212,7 +213,8 @@ def _cpython_job(
         "OUTPUT_DIR": OUTPUT_DIR,
         "PGO_PROFILE": PGO_PROFILE_INPUT if pgo_profile else "",
     }
-    return _job(src, files, env, artifacts, build_python, {"relocate.py": Path(relocate.__file__)})
+    host_code = {"relocate.py": Path(relocate.__file__), "recompile.py": Path(recompile.__file__)}
+    return _job(src, files, env, artifacts, build_python, host_code)
 
 
 def _job(

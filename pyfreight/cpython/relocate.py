@@ -177,8 +177,11 @@ def installed_python_name(tree: Path) -> str:
     return found[0]
 
 
-def make_relocatable(tree: Path, version: str) -> None:
+def make_relocatable(tree: Path, version: str) -> list[Path]:
+    """Rewrites the tree's build-time paths; returns the Python modules it rewrote,
+    whose bytecode must be compiled again (pyfreight.cpython.recompile)."""
     python = installed_python_name(tree)
+    rewritten = []
     for script in sorted((tree / "bin").iterdir()):
         if script.is_file() and not script.is_symlink():
             _rewrite_shebang(script, python)
@@ -188,6 +191,7 @@ def make_relocatable(tree: Path, version: str) -> None:
     for data in sorted((tree / "lib" / python).glob("_sysconfigdata_*.py")):
         text = replace_prefix(scrub_flags(data.read_text(), INSTALL_PREFIX), PREFIX_TOKEN)
         data.write_text(text + SYSCONFIG_TRAILER)
+        rewritten.append(data)
     # The JSON copy of the same variables cannot compute anything: the install prefix is
     # the token that the module above replaces with sys.base_prefix at import, for
     # tools that read the file to do the same, rather than a /install no user has.
@@ -213,6 +217,7 @@ def make_relocatable(tree: Path, version: str) -> None:
     leftovers = find_build_paths(tree)
     if leftovers:
         raise PyfreightError("build-time paths remain in the install tree:\n  " + "\n  ".join(leftovers[:30]))
+    return rewritten
 
 
 def _link_python_names(tree: Path, python: str) -> None:

@@ -13,6 +13,12 @@ import tempfile
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the same file, as the package names it
+    from pyfreight.in_container.bytecode import bytecode_check
+else:  # run as a script, beside which bytecode.py is copied
+    from bytecode import bytecode_check
 
 # Modules that cannot import on Linux, or must not be imported by a check, and why.
 NOT_IMPORTABLE = {
@@ -149,6 +155,11 @@ def _imports() -> str:
             failed.append(f"{name}: {type(exc).__name__}: {exc}")
     assert not failed, "; ".join(failed[:10])
     return f"{count} modules"
+
+
+@check("the stdlib's bytecode is there and valid for its sources")
+def _bytecode() -> str:
+    return bytecode_check(Path(sysconfig.get_paths()["stdlib"]))
 
 
 @check("TLS handshake with certificate verification")
