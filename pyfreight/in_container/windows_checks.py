@@ -155,6 +155,33 @@ def _bytecode() -> str:
     return bytecode_check(Path(sysconfig.get_paths()["stdlib"]))
 
 
+@check("select.select and sockets with a timeout, whatever the handle's value")
+def _socket_timeout() -> str:
+    import select
+    import socket
+
+    # A Windows socket is a handle, soon far above FD_SETSIZE (64); a build that bounds
+    # handles by it (as CPython does for compilers other than MSVC) cannot wait on them.
+    held = [socket.socket() for _ in range(80)]
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as server:
+            server.settimeout(10)
+            with socket.create_connection(server.getsockname(), timeout=10) as client:
+                accepted, _ = server.accept()
+                with accepted:
+                    accepted.settimeout(10)
+                    client.sendall(b"ping")
+                    readable, writable, _ = select.select([accepted], [client], [], 10)
+                    assert (readable, writable) == ([accepted], [client]), (readable, writable)
+                    assert accepted.recv(4) == b"ping"
+                    handle = max(server.fileno(), client.fileno(), accepted.fileno())
+    finally:
+        for sock in held:
+            sock.close()
+    assert handle > 64, f"handles stayed below FD_SETSIZE: {handle}"
+    return f"handle {handle}"
+
+
 @check("TLS handshake with certificate verification")
 def _tls() -> str:
     import socket
