@@ -143,12 +143,11 @@ def test_control_flow_protection_is_the_targets_own():
 def test_emulated_runs_also_skip_the_emulators_failures():
     """Cases qemu-user fails (cpython/test-suite.yaml ignore_emulated) are skipped only for
     an interpreter run through an emulator; the shared ignore list always."""
-    from pyfreight.verify.check_install import test_suite_command
-    from pyfreight.verify.test_suite import load_test_suite
+    from pyfreight.verify.test_suite import load_test_suite, test_suite_command
 
     suite = load_test_suite()
     native = test_suite_command("python3", "subset")
-    emulated = test_suite_command("python3", "subset", emulated=True)
+    emulated = test_suite_command("python3", "subset", runner="emulator")
     assert suite["ignore_emulated"]
     for pattern in suite["ignore"]:
         assert pattern in native and pattern in emulated
@@ -156,9 +155,38 @@ def test_emulated_runs_also_skip_the_emulators_failures():
         assert pattern in emulated and pattern not in native
 
 
+def test_wine_runs_skip_wines_failures_and_start_through_the_harness_script():
+    """Cases that fail only under Wine (ignore_wine) are skipped only for a Windows
+    target's run, which starts regrtest through regrtest_wine.py."""
+    from pyfreight.verify.test_suite import load_test_suite, test_suite_command
+
+    suite = load_test_suite()
+    script = ["regrtest_wine.py"]
+    wine = test_suite_command("python.exe", "subset", runner="wine", launcher=script, rerun=True)
+    native = test_suite_command("python3", "subset")
+    assert suite["ignore_wine"]
+    assert wine[:7] == ["python.exe", "regrtest_wine.py", "-j", "2", "--timeout", "900", "--rerun"]
+    assert "--rerun" not in native
+    assert native[:5] == ["python3", "-m", "test", "-j", "2"]
+    for pattern in suite["ignore_wine"]:
+        assert pattern in wine and pattern not in native
+    for pattern in suite["ignore_emulated"]:
+        assert pattern not in wine
+
+
+def test_cases_our_build_for_an_os_lacks_are_skipped_for_its_targets_only():
+    from pyfreight.verify.test_suite import load_test_suite, test_suite_command
+
+    by_os = load_test_suite()["ignore_os"]
+    assert by_os["windows"]
+    windows = test_suite_command("python.exe", "subset", libc="ucrt", os_name="windows")
+    linux = test_suite_command("python3", "subset")
+    for pattern in by_os["windows"]:
+        assert pattern in windows and pattern not in linux
+
+
 def test_cases_a_static_program_fails_are_skipped_for_static_interpreters_only():
-    from pyfreight.verify.check_install import test_suite_command
-    from pyfreight.verify.test_suite import load_test_suite
+    from pyfreight.verify.test_suite import load_test_suite, test_suite_command
 
     static_only = load_test_suite()["ignore_static"]
     assert static_only
@@ -169,8 +197,7 @@ def test_cases_a_static_program_fails_are_skipped_for_static_interpreters_only()
 
 
 def test_cases_a_c_library_fails_are_skipped_for_its_targets_only():
-    from pyfreight.verify.check_install import test_suite_command
-    from pyfreight.verify.test_suite import load_test_suite
+    from pyfreight.verify.test_suite import load_test_suite, test_suite_command
 
     by_libc = load_test_suite()["ignore_libc"]
     assert by_libc["musl"]

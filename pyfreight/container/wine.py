@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pyfreight.container.images import ensure_runtime_image
-from pyfreight.container.run import Mount, RunResult, RunSpec, run
+from pyfreight.container.run import Mount, Output, RunResult, RunSpec, run
 from pyfreight.paths import Workspace
 from pyfreight.targets import Target
 
@@ -25,15 +25,21 @@ def run_windows_program(
     arguments: Sequence[str] = (),
     what: str = "",
     check: bool = True,
+    output: Output = "capture",
 ) -> RunResult:
     """Runs `folder`/`program` (a path relative to `folder`, which is mounted read-only)
-    with `arguments` under Wine, in `folder`; returns what it printed."""
+    with `arguments` under Wine, in `folder`; returns what it printed (`output`
+    "capture"), or shows it as it comes ("terminal") or appends it to a log."""
     image = ensure_runtime_image(ws, target)
     spec = RunSpec(
         image=image,
         command=[WINE, f"{FOLDER}/{program}", *arguments],
         what=what or f"{program} under Wine",
+        output=output,
         mounts=[Mount(folder, FOLDER)],
+        # Wine names Unix files in the locale's encoding: in the default C locale, a
+        # Windows name with a letter beyond ASCII (as CPython's tests make) cannot exist.
+        env={"LC_ALL": "C.UTF-8"},
         user=RUNNER,
         workdir=FOLDER,
         name_hint="wine",

@@ -26,39 +26,11 @@ from pyfreight.records import driver_code_digest, exclusive, record_matches, wri
 from pyfreight.targets import Target, all_targets
 from pyfreight.verify.check_windows import check_windows_install, windows_tree_machine
 from pyfreight.verify.elf_rules import check_tree
-from pyfreight.verify.test_suite import TEST_SUITE_FILE, load_test_suite
+from pyfreight.verify.test_suite import TEST_SUITE_FILE, test_suite_command
 
 CHECK_SCRIPT = IN_CONTAINER_DIR / "interpreter_checks.py"
 MOUNT = "/opt/py freight/python"  # unusual on purpose: a space, and not /install
 WRITABLE_COPY = "/tmp/py-copy"  # where --tests full copies the tree
-
-
-def test_suite_command(
-    python: str,
-    which: str,
-    has_test: Callable[[str], bool] | None = None,
-    emulated: bool = False,
-    libc: str = "glibc",
-    static: bool = False,
-) -> list[str]:
-    """`python -m test` (`python` as the container names it) for the subset (or the
-    full suite), skipping the ignored cases listed, with their reasons, in
-    cpython/test-suite.yaml (and, for an interpreter run through an emulator, the cases
-    the emulator fails; for the target's C library, the cases that library fails; for a
-    fully static interpreter, the cases a static program fails).
-    Subset tests `has_test` says this CPython does not have (test_zstd before 3.14) are
-    left out."""
-    data = load_test_suite()
-    present = [t for t in sorted(data["subset"]) if has_test is None or has_test(t)]
-    args = [python, "-m", "test", "-j2", "--timeout", "900"]
-    ignored = data["ignore"] | (data.get("ignore_emulated", {}) if emulated else {})
-    ignored |= data.get("ignore_libc", {}).get(libc, {})
-    ignored |= data.get("ignore_static", {}) if static else {}
-    for pattern in sorted(ignored):
-        args += ["-i", pattern]
-    if which == "subset" and not present:
-        raise PyfreightError("none of the subset's tests is in this CPython")
-    return args + (present if which == "subset" else [])
 
 
 def _has_test(tree: Path, python: str) -> Callable[[str], bool]:
@@ -122,8 +94,9 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset", target: Targ
             test_suite_command(
                 f"{WRITABLE_COPY}/bin/{python}",
                 tests,
-                emulated=not target.native,
+                runner=target.runner,
                 libc=target.libc,
+                os_name=target.os,
                 static=static,
             )
         )
@@ -137,8 +110,9 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset", target: Targ
                 f"{MOUNT}/bin/{python}",
                 tests,
                 _has_test(tree, python),
-                emulated=not target.native,
+                runner=target.runner,
                 libc=target.libc,
+                os_name=target.os,
                 static=static,
             )
         )

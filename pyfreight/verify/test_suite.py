@@ -1,12 +1,15 @@
 """cpython/test-suite.yaml: what `pyfreight check-install` runs of CPython's own test
-suite (the default subset, and the cases skipped in every run, with the reasons)."""
+suite (the default subset, and the cases skipped in every run, with the reasons), and
+the command that runs it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pyfreight.datafiles import load_yaml
+from pyfreight.errors import PyfreightError
 from pyfreight.paths import REPO_ROOT
 
 TEST_SUITE_FILE = REPO_ROOT / "cpython" / "test-suite.yaml"
@@ -17,3 +20,46 @@ def load_test_suite(path: Path = TEST_SUITE_FILE) -> dict[str, Any]:
     schema/test-suite.schema.json."""
     suite: dict[str, Any] = load_yaml(path, "test-suite.schema.json")
     return suite
+
+
+# The ignore list of cpython/test-suite.yaml for the cases that fail only because of
+# how a target's programs run here (targets/*.yaml `run`).
+RUNNER_IGNORES = {"emulator": "ignore_emulated", "wine": "ignore_wine"}
+
+
+def test_suite_command(
+    python: str,
+    which: str,
+    has_test: Callable[[str], bool] | None = None,
+    runner: str = "native",
+    libc: str = "glibc",
+    os_name: str = "linux",
+    static: bool = False,
+    launcher: Sequence[str] = ("-m", "test"),
+    workers: int = 2,
+    rerun: bool = False,
+) -> list[str]:
+    """CPython's regression tests run by `python` (as the container names it) through
+    `launcher` (`-m test`, or a script running regrtest), with `workers` processes (0:
+    in this one), for the subset (or the full suite). With `rerun`, a test file that
+    fails runs again, verbosely, and passes if it passes then (its first failure is
+    still reported). Skipped: the cases cpython/test-suite.yaml lists with reasons, for
+    every run; for an interpreter run through an emulator or Wine (the target's
+    `runner`), the cases that fail only there; for the target's C library, the cases
+    that library fails; for its operating system, what our build for it lacks; for a
+    fully static interpreter, the cases a static program fails.
+    Subset tests `has_test` says this CPython does not have (test_zstd before 3.14) are
+    left out."""
+    data = load_test_suite()
+    present = [t for t in sorted(data["subset"]) if has_test is None or has_test(t)]
+    args = [python, *launcher, *(["-j", str(workers)] if workers else []), "--timeout", "900"]
+    args += ["--rerun"] if rerun else []
+    ignored = data["ignore"] | data.get(RUNNER_IGNORES.get(runner, ""), {})
+    ignored |= data.get("ignore_libc", {}).get(libc, {})
+    ignored |= data.get("ignore_os", {}).get(os_name, {})
+    ignored |= data.get("ignore_static", {}) if static else {}
+    for pattern in sorted(ignored):
+        args += ["-i", pattern]
+    if which == "subset" and not present:
+        raise PyfreightError("none of the subset's tests is in this CPython")
+    return args + (present if which == "subset" else [])

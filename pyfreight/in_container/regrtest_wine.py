@@ -1,0 +1,47 @@
+"""Runs CPython's regression tests (`python -m test`, same arguments) under Wine, with
+two answers of the test harness adapted to what Wine does, so the tests themselves run
+unchanged. Each adaptation gives the answer a real Windows machine can give too:
+
+- regrtest's load tracker reads the performance counters (HKEY_PERFORMANCE_DATA) to
+  print the system load. Wine 8.0 answers "invalid handle", which regrtest only expects
+  as PermissionError (an account without access), and it stopped before any test. It is
+  left off, as regrtest does when hunting reference leaks.
+- test.support.os_helper.can_symlink() makes a symbolic link and removes it. Wine 8.0's
+  CreateSymbolicLinkW reports success and makes nothing, so the removal failed and
+  test_os could not even be imported. It answers False, as for a Windows account
+  without the symbolic-link privilege: the tests needing links are skipped.
+
+With -j, regrtest's worker processes start through this script too (`--worker JSON`),
+so the adaptations hold where the tests run."""
+
+import os
+import sys
+
+from test.libregrtest import logger, main, runtests, worker
+from test.support import os_helper
+
+SCRIPT = os.path.abspath(__file__)  # workers start in other folders
+
+
+def adapt_to_wine() -> None:
+    logger.Logger.start_load_tracker = lambda self: None
+    os_helper._can_symlink = False  # the answer can_symlink() caches and returns
+
+
+def start_workers_through_this_script() -> None:
+    """A worker's command line is the interpreter's, then `-m test.libregrtest.worker
+    JSON`; this puts `SCRIPT --worker` before the rest, which it then ignores."""
+    interpreter = runtests.RunTests.create_python_cmd
+    runtests.WorkerRunTests.create_python_cmd = lambda self: [*interpreter(self), SCRIPT, "--worker"]
+
+
+# Guarded: multiprocessing's children on Windows import the parent's main script again
+# (as __mp_main__), and must not start regrtest themselves.
+if __name__ == "__main__":
+    adapt_to_wine()
+    if sys.argv[1:2] == ["--worker"]:
+        sys.argv = [sys.argv[0], sys.argv[-1]]  # what worker.main() reads: the JSON
+        worker.main()
+    else:
+        start_workers_through_this_script()
+        main.main()
