@@ -16,6 +16,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pefile
 import pytest
 
 from pyfreight import toolchain
@@ -293,6 +294,17 @@ def test_the_pe_rules_pass_the_tree(windows_tree):
     assert problems == []
 
 
+def test_c_runtime_calls_are_guarded_by_a_silent_invalid_parameter_handler(windows_tree):
+    """The UCRT ends the process when a C runtime call gets a bad argument, unless the
+    thread's invalid-parameter handler is replaced, as CPython does around such calls
+    (_Py_BEGIN_SUPPRESS_IPH) when it knows the UCRT (cpython-patches/
+    ucrt-invalid-parameter-handler). Wine's handler does not end the process, so the
+    import is what shows the guard is compiled in."""
+    pe = pefile.PE(str(windows_tree / "python314.dll"))
+    imported = {(e.dll.decode().lower(), i.name) for e in pe.DIRECTORY_ENTRY_IMPORT for i in e.imports}
+    assert ("api-ms-win-crt-runtime-l1-1-0.dll", b"_set_thread_local_invalid_parameter_handler") in imported
+
+
 def test_openssl_reads_its_configuration_where_only_an_administrator_writes(windows_tree):
     """OpenSSL loads openssl.cnf (which can load code) from OPENSSLDIR at start-up. A
     Unix path such as /etc/ssl means C:\\etc\\ssl on Windows, a folder any user may
@@ -319,7 +331,7 @@ def test_build_checks_the_install_under_wine(windows_tree):
     proc = pyfreight_cli("build", "--target", WINDOWS.make_name, "--options", "noopt", "--no-dist")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
-    assert "running CPython tests (subset) under Wine" in out
+    assert "running CPython tests (subset) under Wine" in proc.stderr  # progress goes to stderr
     assert re.search(r"^== Tests result: SUCCESS ==$", out, re.M), out[-3000:]
     ran = re.search(r"^Total test files: run=(\d+)/(\d+)", out, re.M)
     assert ran and ran.group(1) == ran.group(2) == str(len(load_test_suite()["subset"])), out[-3000:]
