@@ -55,6 +55,7 @@ class Target:
     cpython_build: str  # "configure" or "visual-studio-projects": how CPython is built for it
     unfinished: MappingProxyType[str, str]  # step ("archives", "check_install") -> why not yet
     unavailable_options: MappingProxyType[str, str]  # "pgo"/"lto" -> why the target cannot have it
+    unavailable_versions: MappingProxyType[str, str]  # CPython minor ("3.13") -> why it is not built
     release_options: tuple[str, ...]  # the builds a release carries for this target
     cross_cc: str | None  # a compiler here that links for the target (embed --cc)
     cross_cc_packages: tuple[str, ...]  # the Debian packages providing it
@@ -145,6 +146,7 @@ class Target:
             cpython_build=data.get("cpython_build", "configure"),
             unfinished=MappingProxyType(dict(data.get("unfinished", {}))),
             unavailable_options=MappingProxyType(dict(data.get("unavailable_options", {}))),
+            unavailable_versions=MappingProxyType(dict(data.get("unavailable_versions", {}))),
             release_options=tuple(data["release_options"]),
             cross_cc=data.get("cross_cc", {}).get("command"),
             cross_cc_packages=tuple(data.get("cross_cc", {}).get("debian_packages", ())),

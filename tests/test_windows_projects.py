@@ -14,8 +14,10 @@ from pyfreight.cpython.versions import cpython_source
 from pyfreight.cpython.windows_projects import (
     CONFIG_C,
     EXTERNALS_DIR,
+    build_info,
     builtin_config,
     builtin_extensions,
+    dll_parts,
     global_properties,
     link_libraries,
     load_settings,
@@ -48,8 +50,13 @@ def extensions(pcbuild):
 
 
 @pytest.fixture(scope="module")
-def rules(pcbuild, extensions) -> str:
-    return makefile(pcbuild[1], WINDOWS, SOURCE.version, INNER, extensions)
+def parts(pcbuild, extensions):
+    return dll_parts(pcbuild[1], WINDOWS, SOURCE.version, INNER, extensions)
+
+
+@pytest.fixture(scope="module")
+def rules(pcbuild, parts) -> str:
+    return makefile(pcbuild[1], WINDOWS, SOURCE.version, INNER, parts)
 
 
 def _recipe(rules: str, target: str) -> str:
@@ -201,3 +208,36 @@ def test_the_programs_and_python3_dll_come_from_their_projects(rules):
     assert "-fms-extensions" in _recipe(rules, "obj/python3dll/PC/python3dll.o")
     assert "'-DPYTHON_DLL_NAME=\"python314\"'" in _recipe(rules, "obj/python3dll/PC/python3dll.o")
     assert " -shared " in _recipe(rules, "python3.dll")
+
+
+def test_the_build_info_says_which_objects_are_the_core_and_which_each_module(
+    pcbuild, extensions, parts, rules
+):
+    """What PYTHON.json's build_info is made from: every object of the DLL's link is the
+    core's or exactly one module's; config.c's own entries are the core's; each built-in
+    extension links its recipe's library; Windows' libraries keep their Windows names."""
+    original = read_member(pcbuild[0], f"{SOURCE.top_dir}/{CONFIG_C}").decode()
+    info = build_info(parts, builtin_config(original, list(extensions)))
+    dll = re.search(rf"^python{SOURCE.minor.replace('.', '')}\.dll: (.*)$", rules, re.M)
+    assert dll is not None
+    module_objs = [o for m in info["modules"].values() for o in m["objs"]]
+    assert sorted(info["core_objs"] + module_objs) == sorted(dll.group(1).split())
+    assert len(module_objs) == len(set(module_objs))
+    assert info["modules"]["_ssl"]["objs"] == ["obj/_ssl/Modules/_ssl.o"]
+    assert info["modules"]["_ssl"]["link_flags"][:2] == ["-lssl", "-lcrypto"]
+    assert info["modules"]["_ssl"]["in_core"] is False
+    assert info["modules"]["_sqlite3"]["link_flags"][0] == "-lsqlite3"
+    assert info["modules"]["winreg"] == {
+        "in_core": True,
+        "init_fn": "PyInit_winreg",
+        "link_flags": [],
+        "objs": [],
+    }
+    assert info["modules"]["sys"]["init_fn"] == "NULL"
+    assert "-lpathcch" in info["core_link_flags"] and "-lz" in info["core_link_flags"]
+    assert (
+        info["inittab_object"] == "obj/pythoncore/PC/config.o" and info["inittab_object"] in info["core_objs"]
+    )
+    assert "-DPy_BUILD_CORE" in info["inittab_cflags"] and not any(
+        f.startswith("-I") for f in info["inittab_cflags"]
+    )

@@ -4,6 +4,7 @@ wheel's fetching by pip."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -75,8 +76,22 @@ def test_a_build_the_target_cannot_have_is_refused_with_the_datas_reason(options
     assert line.startswith(f"error: {WINDOWS.triple} cannot be built {options}: ")
 
 
-def test_the_release_matrix_has_no_windows_build_yet():
-    assert all(entry.spec.target != WINDOWS for entry in release_matrix())
+def test_the_release_matrix_has_the_windows_builds_of_the_versions_it_is_made_for():
+    """`pyfreight matrix` lists the Windows target's release options for the versions its
+    data does not refuse; a refused version is one line with the data's reason."""
+    built = {(e.spec.minor, str(e.spec.options)) for e in release_matrix() if e.spec.target == WINDOWS}
+    assert built == {("3.14", "noopt")}
+    proc = pyfreight_cli("matrix")
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(
+        rf"^make {WINDOWS.make_name}-noopt CPYTHON=3\.14\s+# 3\.14 {WINDOWS.triple} noopt$", proc.stdout, re.M
+    )
+    refused = pyfreight_cli("build", "--target", WINDOWS.make_name, "--python", "3.13", "--options", "noopt")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    reason = " ".join(WINDOWS.unavailable_versions["3.13"].split())
+    assert refused.stderr.strip().splitlines() == [
+        f"error: {WINDOWS.triple} is not built for CPython 3.13: {reason}"
+    ]
 
 
 def test_make_names_the_deps_command():

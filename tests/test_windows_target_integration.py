@@ -3,12 +3,14 @@ dependencies cross-built by the README's `make windows-x86_64-deps` in the zig b
 image with no network, checked as Windows objects, and used for real by one program
 linked against all of them that runs under Wine in the target's runtime image; then the
 interpreter built from CPython's own Visual Studio projects, run under Wine from a
-folder it was not built in, packing it refused with the target data's reason, and the
-tree built again to the same bytes."""
+folder it was not built in, the tree built again to the same bytes; then its three
+archives: PYTHON.json for packers, validate, test-dist under Wine, uv's index entry and
+the full archive reproduced from scratch."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -26,7 +28,7 @@ from pyfreight.container.wine import run_windows_program
 from pyfreight.cpython.versions import cpython_source
 from pyfreight.deps.recipe_build import ALLOWED_MENTION
 from pyfreight.formats import arfile
-from pyfreight.formats.tarball import extract, newest_mtime
+from pyfreight.formats.tarball import extract, member_names, newest_mtime, read_member
 from pyfreight.hashing import file_sha256
 from pyfreight.paths import default_workspace
 from pyfreight.sources.recipes import load_all
@@ -213,11 +215,100 @@ def test_the_interpreter_runs_under_wine_from_any_folder(windows_tree, tmp_path)
     assert set(found["failed"]) == NOT_ON_WINDOWS | NOT_YET, found["failed"]
 
 
-def test_packing_a_windows_build_is_refused_with_the_datas_reason(windows_tree):
-    proc = pyfreight_cli("build", "--target", WINDOWS.make_name, "--options", "noopt", "--no-check")
+@pytest.fixture(scope="module")
+def windows_archives(windows_tree, tmp_path_factory) -> dict[str, Path]:
+    """The three archives of the Windows build, as `pyfreight build` writes them."""
+    dist = tmp_path_factory.mktemp("windows-dist")
+    proc = pyfreight_cli(
+        "build", "--target", WINDOWS.make_name, "--options", "noopt", "--no-check",
+        PYFREIGHT_DIST_DIR=str(dist),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = {p.name.rsplit("-", 1)[-1]: p for p in dist.iterdir()}
+    assert set(found) == {"full.tar.zst", "install_only.tar.gz", "install_only_stripped.tar.gz"}, found
+    return found
+
+
+def test_the_full_archive_tells_packers_how_the_windows_interpreter_is_linked(windows_archives):
+    """PYTHON.json of a Windows build: python.exe and python314.dll, COFF objects, the
+    UCRT, every built-in extension with its own objects and the recipe libraries it
+    links (shipped, with their licenses), Windows' libraries by their Windows names."""
+    full = windows_archives["full.tar.zst"]
+    document = json.loads(read_member(full, "python/PYTHON.json"))
+    assert document["target_triple"] == WINDOWS.triple and document["python_platform_tag"] == "win-amd64"
+    assert document["python_exe"] == "install/python.exe"
+    assert document["python_paths"]["stdlib"] == "install/Lib"
+    assert document["python_paths"]["include"] == "install/include"  # sysconfig says Include
+    assert document["crt_features"] == ["ucrt-dynamic"] and document["libpython_link_mode"] == "shared"
+    assert document["python_symbol_visibility"] == "dllexport"
+    info = document["build_info"]
+    assert info["object_file_format"] == "coff"
+    assert info["core"]["shared_lib"] == "install/python314.dll"
+    assert info["inittab_source"] == "build/config.c" and info["inittab_object"] in info["core"]["objs"]
+    assert {"name": "pathcch", "system": True} in info["core"]["links"]
+    assert {"name": "z", "path_static": "build/lib/libz.a"} in info["core"]["links"]
+    (ssl,) = info["extensions"]["_ssl"]
+    assert ssl["in_core"] is False and ssl["objs"] == ["build/obj/_ssl/Modules/_ssl.o"]
+    assert {"name": "ssl", "path_static": "build/lib/libssl.a"} in ssl["links"]
+    assert ssl["licenses"] == ["Apache-2.0"] and ssl["license_paths"]
+    assert info["extensions"]["winreg"][0]["in_core"] is True and "_tkinter" not in info["extensions"]
+    objects = [n for n in member_names(full) if n.startswith("python/build/obj/") and n.endswith(".o")]
+    assert len(objects) > 300
+    assert read_member(full, "python/" + ssl["objs"][0])[:2] == b"\x64\x86"  # COFF, AMD64
+
+
+def test_the_windows_archives_validate_and_a_pyd_beside_the_dll_is_named(windows_archives, tmp_path):
+    proc = pyfreight_cli("validate", *sorted(windows_archives.values()))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("passed") == 3, proc.stdout
+    # every extension is built into python314.dll: a .pyd in DLLs/ is a broken archive
+    unpacked = tmp_path / "unpacked"
+    extract(windows_archives["install_only.tar.gz"], unpacked)
+    shutil.copy(unpacked / "python" / "python3.dll", unpacked / "python" / "DLLs" / "_socket.pyd")
+    broken = tmp_path / "broken-install_only.tar.gz"
+    subprocess.run(["tar", "czf", broken, "-C", unpacked, "python"], check=True)
+    proc = pyfreight_cli("validate", broken)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    reason = " ".join(WINDOWS.unfinished["archives"].split())
-    assert proc.stderr.strip().splitlines()[-1] == f"error: {WINDOWS.triple}: {reason}"
+    assert "python/DLLs/_socket.pyd: an extension module as a .pyd" in proc.stdout, proc.stdout
+
+
+def test_the_stripped_archive_passes_test_dist_under_wine(windows_archives):
+    proc = pyfreight_cli("test-dist", windows_archives["install_only_stripped.tar.gz"])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "FAIL" not in proc.stdout and "install_only_stripped has no test package" in proc.stderr
+
+
+def test_the_full_archive_passes_test_dist_with_its_run_tests_entry(windows_archives):
+    proc = pyfreight_cli("test-dist", windows_archives["full.tar.zst"], "--tests", "none")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"^PASS  run_tests entry of PYTHON.json$", proc.stdout, re.M), proc.stdout[-3000:]
+
+
+def test_the_release_index_gives_uv_a_windows_download(windows_archives, tmp_path):
+    """uv's key for it is windows-x86_64-none; uv lists it from our index (it cannot
+    install a Windows Python on this Linux machine, so listing is what is shown)."""
+    out = tmp_path / "release"
+    full = windows_archives["full.tar.zst"]
+    made = pyfreight_cli("release", full, "--base-url", f"file://{out}", "-o", out)
+    assert made.returncode == 0, made.stderr[-3000:]
+    env = {**os.environ, "UV_OFFLINE": "1", "UV_CACHE_DIR": str(tmp_path / "cache"),
+           "UV_PYTHON_DOWNLOADS_JSON_URL": f"file://{out}/downloads.json"}  # fmt: skip
+    listed = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "uv"), "python", "list", "--only-downloads", "--all-platforms",
+         "--all-versions"],
+        capture_output=True, text=True, env=env, check=True,
+    ).stdout  # fmt: skip
+    version = cpython_source(None).version
+    assert f"cpython-{version}-windows-x86_64-none" in listed, listed
+
+
+def test_the_full_archive_is_reproduced_from_scratch(windows_archives):
+    """`pyfreight reproduce`: the dependencies and CPython built again for Windows in an
+    empty build folder, the archive written again: the same bytes (PE timestamps are the
+    source's date, the images are linked without a debug directory)."""
+    proc = pyfreight_cli("reproduce", windows_archives["full.tar.zst"])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "identical" in proc.stdout, proc.stdout[-2000:]
 
 
 def test_building_the_tree_again_gives_the_same_bytes(windows_tree):
@@ -257,12 +348,12 @@ def pypi_wheels(tmp_path_factory) -> Path:
     return folder
 
 
-def test_pypis_own_msvc_built_extension_modules_load_under_wine(windows_tree, pypi_wheels):
+def test_pypis_own_msvc_built_extension_modules_load_under_wine(windows_archives, pypi_wheels):
     """markupsafe's compiled speedups (a .cp314-win_amd64.pyd built by MSVC) import into
-    our clang-built python314.dll and run. numpy gets as far as calling crealf in the
+    our clang-built python314.dll, from the unpacked install_only archive, and run. numpy gets as far as calling crealf in the
     UCRT, which Wine (8.0, and 10.0 too) does not implement: a limit of Wine, named here
     so that the test says when a Wine update lifts it."""
-    shutil.copytree(windows_tree, pypi_wheels / "python", symlinks=True)
+    extract(windows_archives["install_only.tar.gz"], pypi_wheels)  # as users unpack it: python/
     (pypi_wheels / "wheels.py").write_text(
         "import sys\n"
         "sys.path.insert(0, 'site')\n"

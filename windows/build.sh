@@ -61,7 +61,9 @@ make -f "$RECIPE_DIR/windows.mk" -j"$JOBS" BUILD_DATE="$build_date" BUILD_TIME="
 # The tree. The interpreter finds its prefix beside python.exe (Lib/os.py), so the
 # tree runs from any folder.
 version_dll=$(ls python3?*.dll)
-install -d "$INSTALL_DIR/DLLs" "$INSTALL_DIR/libs" "$INSTALL_DIR/include"
+# Scripts/ is where pip puts console scripts (sysconfig's `scripts` path), as the
+# Windows installer lays it out.
+install -d "$INSTALL_DIR/DLLs" "$INSTALL_DIR/libs" "$INSTALL_DIR/include" "$INSTALL_DIR/Scripts"
 install -m 0755 python.exe pythonw.exe "$version_dll" python3.dll "$INSTALL_DIR/"
 install -m 0644 libs/*.lib "$INSTALL_DIR/libs/"
 cp -r "$source_dir/Lib" "$INSTALL_DIR/Lib"
@@ -81,4 +83,6 @@ cp "$source_dir/LICENSE" "$INSTALL_DIR/LICENSE.txt"
 # What packers link against: every object, as the full archive will carry them.
 mkdir -p "$OUTPUT_DIR/build"
 cp -r obj "$OUTPUT_DIR/build/"
-cp "$RECIPE_DIR/windows.mk" "$OUTPUT_DIR/build/"
+# The Makefile, the table of built-in modules (a packer's own config.c starts from it)
+# and the build's account of which objects are the core and which each module's.
+cp "$RECIPE_DIR/windows.mk" "$RECIPE_DIR/config.c" "$RECIPE_DIR/build-info.json" "$OUTPUT_DIR/build/"

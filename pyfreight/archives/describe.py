@@ -28,6 +28,8 @@ CPYTHON_LICENSES = ["Python-2.0", "CNRI-Python"]
 CALLED_BY_CORE = frozenset({"_datetime", "_signal", "_tracemalloc", "atexit", "faulthandler", "posix"})
 ELF_MAGIC = b"\x7fELF"
 BITCODE_MAGIC = b"BC\xc0\xde"
+# A COFF object starts with its machine, little-endian: what Windows' objects are.
+COFF_MACHINES = {b"\x64\x86": "AMD64", b"\x64\xaa": "ARM64"}
 
 
 @dataclass(frozen=True)
@@ -47,23 +49,38 @@ SCHEMA_SYSTEM_LIBRARIES = frozenset(schema()["$defs"]["link"]["then"]["propertie
 
 
 def object_file_format(first_object: Path) -> str:
-    """What the objects are, read from their bytes: ELF, or LLVM bitcode (LTO)."""
+    """What the objects are, read from their bytes: ELF, COFF, or LLVM bitcode (LTO)."""
     magic = first_object.read_bytes()[:4]
     if magic == ELF_MAGIC:
         return "elf"
     if magic == BITCODE_MAGIC:
         return f"llvm-bitcode:{toolchain.LLVM}"
-    raise PyfreightError(f"{first_object}: neither ELF nor LLVM bitcode (magic {magic.hex()})")
+    if magic[:2] in COFF_MACHINES:
+        return "coff"
+    raise PyfreightError(f"{first_object}: neither ELF, COFF nor LLVM bitcode (magic {magic.hex()})")
 
 
-def _relative(path: str, prefix: str) -> str:
-    """An absolute path inside the install tree (mounted at `prefix` when the
-    interpreter was asked) as a path relative to python/."""
-    if path == prefix:
+def _relative(path: str, prefix: str, tree: Path) -> str:
+    """An absolute path inside the install tree (at `prefix` when the interpreter was
+    asked: /install, or C:\\install under Wine) as a path relative to python/. Windows
+    matches names whatever their case (sysconfig says Include, the tree has include):
+    a Windows path is given the case the tree's own entries have."""
+    windows = "\\" in prefix
+    if windows:
+        path, prefix = path.replace("\\", "/"), prefix.replace("\\", "/")
+    if path.rstrip("/") == prefix:
         return "install"
-    if not path.startswith(prefix + "/"):
+    if not (path.lower() if windows else path).startswith((prefix.lower() if windows else prefix) + "/"):
         raise PyfreightError(f"{path} is not inside the install tree {prefix}")
-    return "install/" + path[len(prefix) + 1 :]
+    parts = path[len(prefix) + 1 :].rstrip("/").split("/")
+    if windows:
+        folder, named = tree, []
+        for part in parts:
+            entries = {p.name.lower(): p.name for p in folder.iterdir()} if folder.is_dir() else {}
+            named.append(entries.get(part.lower(), part))
+            folder = folder / named[-1]
+        parts = named
+    return "install/" + "/".join(parts)
 
 
 def link_entry(word: str, libraries: dict[str, Library], target: Target) -> dict:
@@ -81,6 +98,14 @@ def link_entry(word: str, libraries: dict[str, Library], target: Target) -> dict
         f"the build links -l{name}, which is neither a system library of {target.triple} "
         f"({', '.join(sorted(target.system_libraries))}) nor a static library of a dependency recipe"
     )
+
+
+def _interpreter_dll(tree: Path) -> str:
+    """python3XX.dll of a Windows tree (python3.dll only forwards to it)."""
+    found = sorted(p.name for p in tree.glob("python3?*.dll"))
+    if len(found) != 1:
+        raise PyfreightError(f"{tree}: expected one python3XX.dll, found {found or 'none'}")
+    return found[0]
 
 
 TEST_FOLDERS = frozenset({"test", "tests", "idle_test"})
@@ -133,7 +158,7 @@ def describe(
     """The PYTHON.json document (not yet written); raises when it breaks the schema."""
     prefix = facts["prefix"]
     config = facts["config_vars"]
-    paths = {k: _relative(v, prefix) for k, v in sorted(facts["paths"].items())}
+    paths = {k: _relative(v, prefix, tree) for k, v in sorted(facts["paths"].items())}
     extensions = {}
     for name, module in sorted(info.modules.items()):
         links = [link_entry(w, libraries, target) for w in module.link_flags]
@@ -155,7 +180,15 @@ def describe(
             f"the interpreter says its platform is {facts['python_platform_tag']}, but {target.triple}'s "
             f"is {target.python_platform_tag} (targets/{target.triple}.yaml)"
         )
-    static_lib = f"{_relative(config['LIBPL'], prefix)}/{config['LIBRARY']}"
+    windows = target.binary_format == "pe"
+    core: dict = {
+        "objs": [f"build/{o}" for o in info.core_objs],
+        "links": [link_entry(w, libraries, target) for w in info.core_link_flags],
+    }
+    if windows:  # python.exe loads the interpreter's DLL; packers link its objects
+        core["shared_lib"] = "install/" + _interpreter_dll(tree)
+    else:
+        core["static_lib"] = f"{_relative(config['LIBPL'], prefix, tree)}/{config['LIBRARY']}"
     document = {
         "version": FORMAT_VERSION,
         "target_triple": target.triple,
@@ -175,33 +208,31 @@ def describe(
         "python_paths": paths,
         "python_paths_abstract": dict(sorted(facts["paths_abstract"].items())),
         "python_config_vars": config,
-        "python_stdlib_platform_config": _relative(config["LIBPL"], prefix),
         "python_stdlib_test_packages": stdlib_test_packages(tree / paths["stdlib"].removeprefix("install/")),
         "python_suffixes": facts["python_suffixes"],
-        "python_symbol_visibility": "global-default",
+        "python_symbol_visibility": "dllexport" if windows else "global-default",
         # Built-in modules, and extension modules from wheels unless the C library is
         # linked in (a static executable cannot load shared libraries).
         "python_extension_module_loading": ["builtin"] if options.static else ["builtin", "shared-library"],
-        "libpython_link_mode": "static",
+        "libpython_link_mode": "shared" if windows else "static",
         "crt_features": crt_features(target.libc, options.static, glibc_max),
         "run_tests": run_tests,
         "build_info": {
-            "core": {
-                "objs": [f"build/{o}" for o in info.core_objs],
-                "links": [link_entry(w, libraries, target) for w in info.core_link_flags],
-                "static_lib": static_lib,
-            },
+            "core": core,
             "extensions": extensions,
-            "inittab_object": "build/Modules/config.o",
-            "inittab_source": "build/Modules/config.c",
-            "inittab_cflags": inittab_cflags(options),
+            "inittab_object": f"build/{info.inittab_object}",
+            "inittab_source": f"build/{info.inittab_source}",
+            "inittab_cflags": list(info.inittab_cflags or inittab_cflags(options)),
             "object_file_format": object_format,
         },
         "licenses": CPYTHON_LICENSES,
         "license_path": cpython_license_path,
-        "tcl_library_path": "install/lib",
-        "tcl_library_paths": tcl_paths,
     }
+    if not windows:
+        document["python_stdlib_platform_config"] = _relative(config["LIBPL"], prefix, tree)
+    if tcl_paths:  # the Tcl/Tk script libraries tkinter needs, when the build has it
+        document["tcl_library_path"] = "install/lib"
+        document["tcl_library_paths"] = tcl_paths
     problems = schema_errors(document)
     if problems:
         raise PyfreightError("PYTHON.json does not match its schema:\n  " + "\n  ".join(problems[:20]))

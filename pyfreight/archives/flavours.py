@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pyfreight.cpython.layout import LAYOUTS
 from pyfreight.cpython.spec import BuildSpec
 
 PYTHON_JSON = "python/PYTHON.json"
@@ -48,18 +49,20 @@ INSTALL_ONLY_STRIPPED = Flavour(
 )
 FLAVOURS = (FULL, INSTALL_ONLY, INSTALL_ONLY_STRIPPED)
 
-# The stdlib's own test package: install_only keeps it, the stripped flavour does not.
-_STDLIB_TESTS = re.compile(r"python/lib/python3[^/]*/test/__init__\.py")
-
 
 def recognise(names: Sequence[str]) -> Flavour | None:
     """The flavour of an archive from its member names, or None when it is none of
-    ours (no PYTHON.json and no python/bin/)."""
+    ours (no PYTHON.json, and no tree at python/: neither python/bin/ nor
+    python/python.exe). The stdlib's own test package tells install_only, which keeps
+    it, from the stripped flavour, which does not."""
     if PYTHON_JSON in names:
         return FULL
-    if not any(n == "python/bin" or n.startswith("python/bin/") for n in names):
-        return None
-    return INSTALL_ONLY if any(_STDLIB_TESTS.fullmatch(n) for n in names) else INSTALL_ONLY_STRIPPED
+    for layout in LAYOUTS:
+        marker = f"python/{layout.marker}"
+        if any(n == marker or n.startswith(f"{marker}/") for n in names):
+            has_tests = any(layout.test_package.fullmatch(n) for n in names)
+            return INSTALL_ONLY if has_tests else INSTALL_ONLY_STRIPPED
+    return None
 
 
 def release_tag(epoch: int) -> str:

@@ -37,9 +37,10 @@ from pyfreight.archives.flavours import (
 )
 from pyfreight.container import images, libc_sysroot
 from pyfreight.container.run import Mount, RunSpec, run
+from pyfreight.container.wine import C_DRIVE, run_windows_program
 from pyfreight.cpython.build import CPythonBuild, build_cpython
 from pyfreight.cpython.buildinfo import read_build_info
-from pyfreight.cpython.relocate import installed_python_name
+from pyfreight.cpython.layout import installed_python_name, layout_for
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_elf_facts
@@ -55,8 +56,10 @@ from pyfreight.targets import Target
 
 DESCRIBE_SCRIPT = IN_CONTAINER_DIR / "describe_python.py"
 # Where the tree is mounted while the interpreter describes itself: the prefix
-# python-build-standalone's config vars name, so packers see familiar values.
+# python-build-standalone's config vars name, so packers see familiar values; a Windows
+# tree is C:\install under Wine.
 PROBE_PREFIX = "/install"
+WINDOWS_PROBE_FOLDER = "install"  # below Wine's C: drive
 STATIC_LIBPYTHON = re.compile(r"lib/(python3[^/]*/config-[^/]+/)?libpython3[^/]*\.a")
 RUN_TESTS = '''"""Runs CPython's test suite with this distribution's interpreter.
 Usage: python build/run_tests.py [arguments of python -m test]"""
@@ -66,7 +69,7 @@ import subprocess
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-python = os.path.join(here, "..", "install", "bin", "{python}")
+python = os.path.join(here, "..", "install", *{interpreter!r})
 sys.exit(subprocess.call([python, "-m", "test", *sys.argv[1:]]))
 '''
 
@@ -110,6 +113,19 @@ def distribution_key(build: CPythonBuild, release: str) -> str:
 
 def _probe(tree: Path, target: Target, ws: Workspace) -> dict:
     """The interpreter's own account of itself (pyfreight/in_container/describe_python.py)."""
+    if target.runner == "wine":
+        result = run_windows_program(
+            target,
+            ws,
+            tree,
+            layout_for(target).interpreter(tree),
+            [f"C:\\{DESCRIBE_SCRIPT.name}"],
+            what=f"describing {tree.name} under Wine",
+            mount_at=f"{C_DRIVE}/{WINDOWS_PROBE_FOLDER}",
+            mounts=[Mount(DESCRIBE_SCRIPT, f"{C_DRIVE}/{DESCRIBE_SCRIPT.name}")],
+        )
+        windows_facts: dict = json.loads(result.stdout)
+        return windows_facts
     image = images.ensure_runtime_image(ws, target)
     python = installed_python_name(tree)
     spec = RunSpec(
@@ -236,7 +252,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
     tree, objects = build.tree, build.objects
     target = build.spec.target
     epoch = newest_mtime(ws.downloads / build.source.source.file) or 0
-    python = installed_python_name(tree)
+    layout = layout_for(target)
     say(f"dist: describing {tree.name}")
     facts = _probe(tree, target, ws)
     info = read_build_info(objects)
@@ -255,17 +271,18 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
         libraries, dep_members = _stage_dependencies(build, scratch / "deps")
         libc, libc_members = _linked_libc(build, ws, scratch / "libc")
         dep_members += libc_members
-        cpython_license = tree / "lib" / python / "LICENSE.txt"
+        cpython_license = tree / layout.license(tree)
         if not cpython_license.is_file():
             raise PyfreightError(f"{cpython_license} is missing: the install has no CPython license text")
         run_tests = scratch / "run_tests.py"
-        run_tests.write_text(RUN_TESTS.format(python=python))
+        interpreter = layout.interpreter(tree)
+        run_tests.write_text(RUN_TESTS.format(interpreter=interpreter.split("/")))
         document = describe(
             facts=facts,
             info=info,
             options=build.spec.options,
             target=target,
-            python_exe=f"install/bin/{python}",
+            python_exe=f"install/{interpreter}",
             tree=tree,
             libraries=libraries,
             required_at_startup=set(facts["startup_modules"]),
@@ -301,8 +318,9 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
         write_tar(install_only, _install_members(tree), epoch, compression=INSTALL_ONLY.compression)
 
         stripped_tree = _stripped_copy(
-            tree, scratch / "stripped", document["python_stdlib_test_packages"], target, ws
-        )
+            tree, scratch / "stripped", document["python_paths"]["stdlib"].removeprefix("install/"),
+            document["python_stdlib_test_packages"], target, ws,
+        )  # fmt: skip
         say(f"dist: writing {stripped.name}")
         write_tar(
             stripped, _install_members(stripped_tree), epoch, compression=INSTALL_ONLY_STRIPPED.compression
@@ -368,14 +386,18 @@ def _install_members(tree: Path) -> Members:
     return [("python", tree)] + [(f"python/{p}", tree / p) for p in kept]
 
 
-def _stripped_copy(tree: Path, dest: Path, test_packages: list[str], target: Target, ws: Workspace) -> Path:
+def _stripped_copy(
+    tree: Path, dest: Path, stdlib: str, test_packages: list[str], target: Target, ws: Workspace
+) -> Path:
     """A copy of the tree without debug information (llvm-strip --strip-debug in the
-    build container) and without the stdlib's test packages."""
+    build container) and without the stdlib's test packages (below `stdlib`, relative to
+    the tree). A Windows tree's images carry none: they are linked stripped."""
     shutil.copytree(tree, dest, symlinks=True)
-    stdlib = next((dest / "lib").glob("python3.*"))
     for package in test_packages:
-        shutil.rmtree(stdlib / package.replace(".", "/"), ignore_errors=True)
+        shutil.rmtree(dest / stdlib / package.replace(".", "/"), ignore_errors=True)
     elf_files = [f.path for f in tree_elf_facts(dest)]
+    if not elf_files:
+        return dest
     image = images.ensure_images(ws, target)
     spec = RunSpec(
         image=image.image_id,

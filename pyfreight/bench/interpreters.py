@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import build_cpython
-from pyfreight.cpython.relocate import installed_python_name
+from pyfreight.cpython.layout import installed_python_name
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace

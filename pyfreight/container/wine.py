@@ -4,7 +4,7 @@ the Wine prefix made when the image was built."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pyfreight.container.images import ensure_runtime_image
@@ -15,6 +15,9 @@ from pyfreight.targets import Target
 WINE = "wine64"  # on PATH in the runtime image (dockerfiles/wine-runtime.Dockerfile)
 RUNNER = "1000:1000"  # the image's `runner`, owner of the Wine prefix
 FOLDER = "/work"  # where the folder holding the program is mounted (Wine's Z:\work)
+# Wine's C: drive in the runtime image (its WINEPREFIX, dockerfiles/wine-runtime.Dockerfile):
+# a folder mounted below it is C:\NAME to the program.
+C_DRIVE = "/home/runner/.wine/drive_c"
 
 
 def run_windows_program(
@@ -26,22 +29,26 @@ def run_windows_program(
     what: str = "",
     check: bool = True,
     output: Output = "capture",
+    mount_at: str = FOLDER,
+    mounts: Sequence[Mount] = (),
+    env: Mapping[str, str] | None = None,
 ) -> RunResult:
-    """Runs `folder`/`program` (a path relative to `folder`, which is mounted read-only)
-    with `arguments` under Wine, in `folder`; returns what it printed (`output`
-    "capture"), or shows it as it comes ("terminal") or appends it to a log."""
+    """Runs `folder`/`program` (a path relative to `folder`, which is mounted read-only
+    at `mount_at`, with `mounts` beside it) with `arguments` and `env` under Wine, in `folder`;
+    returns what it printed (`output` "capture"), or shows it as it comes ("terminal")
+    or appends it to a log."""
     image = ensure_runtime_image(ws, target)
     spec = RunSpec(
         image=image,
-        command=[WINE, f"{FOLDER}/{program}", *arguments],
+        command=[WINE, f"{mount_at}/{program}", *arguments],
         what=what or f"{program} under Wine",
         output=output,
-        mounts=[Mount(folder, FOLDER)],
+        mounts=[Mount(folder, mount_at), *mounts],
         # Wine names Unix files in the locale's encoding: in the default C locale, a
         # Windows name with a letter beyond ASCII (as CPython's tests make) cannot exist.
-        env={"LC_ALL": "C.UTF-8"},
+        env={"LC_ALL": "C.UTF-8", **(env or {})},
         user=RUNNER,
-        workdir=FOLDER,
+        workdir=mount_at,
         name_hint="wine",
     )
     return run(spec, check=check)

@@ -11,6 +11,7 @@ differently stops here instead of yielding a PYTHON.json that does not link."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from dataclasses import dataclass
@@ -20,6 +21,9 @@ from pyfreight.errors import PyfreightError
 
 # The order in which CPython's Makefile hands the Setup files to makesetup.
 SETUP_FILES = ("Modules/Setup.local", "Modules/Setup.stdlib", "Modules/Setup.bootstrap")
+# The account a build writes of itself when it has no Setup files and Makefile to read
+# (the Windows build: cpython/windows_projects.py).
+BUILD_INFO_FILE = "build-info.json"
 SOURCE_SUFFIXES = (".c", ".cc", ".c++", ".C", ".cxx", ".cpp", ".m")
 _INITTAB_ENTRY = re.compile(r'^\s*\{"([A-Za-z0-9_.]+)",\s*([A-Za-z0-9_]+)\},', re.MULTILINE)
 _SECTION = re.compile(r"^\*([a-z]+)\*$")
@@ -39,6 +43,11 @@ class BuildInfo:
     core_objs: tuple[str, ...]
     core_link_flags: tuple[str, ...]
     modules: dict[str, Module]
+    inittab_source: str = "Modules/config.c"  # relative to the build folder
+    inittab_object: str = "Modules/config.o"
+    # the definitions the build compiled config.c with, when it says (Windows); else the
+    # archive derives them from the build options
+    inittab_cflags: tuple[str, ...] | None = None
 
 
 def read_make_vars(path: Path) -> dict[str, str]:
@@ -122,6 +131,11 @@ def _expand(words: tuple[str, ...], make_vars: dict[str, str]) -> tuple[str, ...
 
 
 def read_build_info(build_dir: Path) -> BuildInfo:
+    """The build folder's account of the interpreter: the Windows build's own
+    (BUILD_INFO_FILE, written from the projects it built from), else derived from
+    configure and make's files and cross-checked against them."""
+    if (build_dir / BUILD_INFO_FILE).is_file():
+        return _read_written(build_dir)
     make_vars = read_make_vars(build_dir / "make-vars.txt")
     rules = setup_rules([(build_dir / f).read_text() for f in SETUP_FILES])
     table = inittab((build_dir / "Modules/config.c").read_text())
@@ -152,3 +166,26 @@ def read_build_info(build_dir: Path) -> BuildInfo:
     core = tuple(o for o in make_vars["LIBRARY_OBJS"].split() if o not in module_objs)
     core_links = _link_words(make_vars.get("LIBS", "") + " " + make_vars.get("SYSLIBS", ""))
     return BuildInfo(core, tuple(dict.fromkeys(core_links)), modules)
+
+
+def _read_written(build_dir: Path) -> BuildInfo:
+    """A BUILD_INFO_FILE, with every object it names present in the folder."""
+    data = json.loads((build_dir / BUILD_INFO_FILE).read_text())
+    modules = {
+        name: Module(name, m["init_fn"], m["in_core"], tuple(m["objs"]), tuple(m["link_flags"]))
+        for name, m in sorted(data["modules"].items())
+    }
+    named = [*data["core_objs"], *(o for m in modules.values() for o in m.objs)]
+    missing = [o for o in named if not (build_dir / o).is_file()]
+    if missing:
+        raise PyfreightError(
+            f"{build_dir}: objects {BUILD_INFO_FILE} names are missing: {', '.join(missing[:5])}"
+        )
+    return BuildInfo(
+        core_objs=tuple(data["core_objs"]),
+        core_link_flags=tuple(data["core_link_flags"]),
+        modules=modules,
+        inittab_source="config.c",
+        inittab_object=data["inittab_object"],
+        inittab_cflags=tuple(data["inittab_cflags"]),
+    )

@@ -13,8 +13,8 @@ from pathlib import Path, PurePosixPath
 
 from pyfreight.container.images import ensure_runtime_image
 from pyfreight.container.run import Mount, RunSpec, run
+from pyfreight.cpython.layout import installed_python_name
 from pyfreight.cpython.options import INSTALL_PREFIX
-from pyfreight.cpython.relocate import installed_python_name
 from pyfreight.paths import Workspace
 from pyfreight.targets import Target
 

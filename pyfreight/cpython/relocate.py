@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from pyfreight import toolchain
+from pyfreight.cpython.layout import installed_python_name
 from pyfreight.cpython.options import INSTALL_PREFIX
 from pyfreight.errors import PyfreightError
 from pyfreight.targets import all_targets
@@ -166,15 +167,6 @@ def _relative_build_details(text: str, path: Path, tree: Path) -> str:
         if isinstance(value, str) and value.startswith(f"{INSTALL_PREFIX}/"):
             holder[child] = "." + value.removeprefix(INSTALL_PREFIX)
     return json.dumps(data, indent=2) + "\n"
-
-
-def installed_python_name(tree: Path) -> str:
-    """python3.14, or python3.14t for free-threaded builds: the stdlib folder and the
-    interpreter in bin/ share the name."""
-    found = sorted(p.name for p in (tree / "lib").glob("python3.*") if p.is_dir())
-    if len(found) != 1:
-        raise PyfreightError(f"{tree}/lib: expected one python3.X folder, found {found or 'none'}")
-    return found[0]
 
 
 def make_relocatable(tree: Path, version: str) -> list[Path]:

@@ -59,8 +59,12 @@ class BuildSpec:
         return pinned
 
     def check_target_has(self) -> None:
-        """Refuses an option the target's data says it cannot have, with the data's reason."""
+        """Refuses a version or an option the target's data says it cannot have, with the
+        data's reason."""
         options, triple = self.options, self.target.triple
+        if self.minor in self.target.unavailable_versions:
+            why = " ".join(self.target.unavailable_versions[self.minor].split())
+            raise PyfreightError(f"{triple} is not built for CPython {self.minor}: {why}")
         features = (
             ("pgo", options.pgo),
             ("lto", options.lto),

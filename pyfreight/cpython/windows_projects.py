@@ -15,6 +15,7 @@ from our recipe of that library (cpython/extensions.yaml's `linked`, as on Linux
 
 from __future__ import annotations
 
+import json
 import shlex
 import tarfile
 import tempfile
@@ -23,6 +24,7 @@ from pathlib import Path, PureWindowsPath
 from typing import Any
 
 from pyfreight import toolchain
+from pyfreight.cpython.buildinfo import BUILD_INFO_FILE, inittab
 from pyfreight.cpython.options import INSTALL_PREFIX, OUTPUT_DIR, BuildOptions
 from pyfreight.cpython.setup_local import load_extension_data
 from pyfreight.cpython.versions import CPythonSource
@@ -155,9 +157,11 @@ def compiles(
 
 
 def link_libraries(project: Project, target: Target) -> list[str]:
-    """-lNAME for each Windows import library the project links, by mingw-w64's names;
-    a library our recipes build instead is left out (the module's recipe links say it).
-    Anything else is refused: a shipped binary imports only what the target allows."""
+    """-lNAME for each library the project links: Windows' own by their Windows names
+    (what PYTHON.json tells packers; `toolchain_link_words` gives the pinned
+    toolchain's), a recipe's library by its name (zlib-ng is our zlib); a library our
+    recipes build instead is left out (the module's recipe links say it). Anything else
+    is refused: a shipped binary imports only what the target allows."""
     settings = load_settings()
     renamed, from_recipes = settings["libraries"], set(settings["recipe_libraries"])
     found = []
@@ -172,8 +176,15 @@ def link_libraries(project: Project, target: Target) -> list[str]:
                 f"{project.path.name} links {entry}, which is neither one of {target.triple}'s "
                 "system_libraries nor built by a recipe (windows/projects.yaml recipe_libraries)"
             )
-        found.append(f"-l{renamed.get(name, name)}")
+        found.append(f"-l{name if name in target.system_libraries else renamed[name]}")
     return found
+
+
+def toolchain_link_words(words: list[str]) -> list[str]:
+    """Link words as the pinned toolchain names the libraries (windows/projects.yaml
+    `libraries`: mingw-w64 calls pathcch.lib by its API set's name)."""
+    renamed = load_settings()["libraries"]
+    return [f"-l{renamed.get(w[2:], w[2:])}" if w.startswith("-l") else w for w in words]
 
 
 def builtin_extensions(pcbuild_root: Path, known: dict[str, str]) -> dict[str, Project]:
@@ -222,11 +233,73 @@ def builtin_config(original: str, modules: list[str]) -> str:
     return original.replace(first, f"{first}\n{externs}").replace(second, f"{second}\n{entries}")
 
 
-def makefile(
+@dataclass(frozen=True)
+class DllPart:
+    """One project compiled into python3XX.dll: the core's, or a built-in extension's."""
+
+    name: str
+    units: tuple[Compile, ...]
+    links: tuple[str, ...]  # -l words: our recipes' libraries, then Windows' by their names
+    extension: bool
+
+
+def dll_parts(
     pcbuild_root: Path, target: Target, version: str, inner_source: str, extensions: dict[str, Project]
+) -> list[DllPart]:
+    """What python3XX.dll is made of, project by project: the Makefile links it, and
+    PYTHON.json tells packers (build_info) which objects are the core and which a module."""
+    settings = load_settings()
+    known = global_properties(target, version, inner_source)
+    builtin = tuple(settings["builtin_extensions"]["definitions"])
+    parts = [
+        (name, read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root), (), False)
+        for name in settings["dll_projects"]
+    ]
+    parts += [(name, project, builtin, True) for name, project in extensions.items()]
+    return [
+        DllPart(
+            name,
+            tuple(compiles(project, inner_source, f"obj/{name}", definitions)),
+            tuple(dict.fromkeys(recipe_links(name, target) + link_libraries(project, target))),
+            extension,
+        )
+        for name, project, definitions, extension in parts
+    ]
+
+
+def build_info(parts: list[DllPart], config_c: str) -> dict[str, Any]:
+    """The build's account of python3XX.dll for PYTHON.json (cpython/buildinfo.py reads
+    it back from the exported build folder): the core's objects and links, and for each
+    entry of config.c's table its init function and, for a built-in extension, its own
+    objects and links; the core's entries live in its objects. With the definitions
+    config.c was compiled with, as a packer compiles its own table."""
+    core = [p for p in parts if not p.extension]
+    extensions = {p.name: p for p in parts if p.extension}
+    table = inittab(config_c)
+    if not set(extensions) <= set(table):
+        raise PyfreightError(f"config.c lacks {sorted(set(extensions) - set(table))}")
+    config_unit = next(u for p in core for u in p.units if PureWindowsPath(u.source).name == "config.c")
+    return {
+        "core_objs": [u.obj for p in core for u in p.units],
+        "core_link_flags": list(dict.fromkeys(w for p in core for w in p.links)),
+        "modules": {
+            name: {
+                "init_fn": init_fn,
+                "in_core": name not in extensions,
+                "objs": [u.obj for u in extensions[name].units] if name in extensions else [],
+                "link_flags": list(extensions[name].links) if name in extensions else [],
+            }
+            for name, init_fn in sorted(table.items())
+        },
+        "inittab_object": config_unit.obj,
+        "inittab_cflags": [f for f in config_unit.flags if f.startswith("-D")],
+    }
+
+
+def makefile(
+    pcbuild_root: Path, target: Target, version: str, inner_source: str, parts: list[DllPart]
 ) -> str:
-    """The Makefile of the Windows build: the DLL's projects with the built-in extension
-    modules, and the programs."""
+    """The Makefile of the Windows build: python3XX.dll from `parts`, and the programs."""
     settings = load_settings()
     known = global_properties(target, version, inner_source)
     major_minor = "".join(version.split(".")[:2])
@@ -240,19 +313,13 @@ def makefile(
     dll_objects: list[str] = []
     static: list[str] = []
     system: list[str] = []
-    builtin = tuple(settings["builtin_extensions"]["definitions"])
-    parts = [
-        (name, read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root), ())
-        for name in settings["dll_projects"]
-    ]
-    parts += [(name, project, builtin) for name, project in extensions.items()]
-    for name, project, definitions in parts:
-        units = compiles(project, inner_source, f"obj/{name}", definitions)
-        lines += _rules(units)
-        dll_objects += [u.obj for u in units]
-        static += [lib for lib in recipe_links(name, target) if lib not in static]
-        system += [lib for lib in link_libraries(project, target) if lib not in system]
-    libraries = " ".join(static + system)
+    recipe_libraries = {w for p in parts for w in p.links if w[2:] not in target.system_libraries}
+    for part in parts:
+        lines += _rules(list(part.units))
+        dll_objects += [u.obj for u in part.units]
+        static += [w for w in part.links if w in recipe_libraries and w not in static]
+        system += [w for w in part.links if w not in recipe_libraries and w not in system]
+    libraries = " ".join(toolchain_link_words(static + system))
     link = f"-Wl,--out-implib,libs/python{major_minor}.lib -L{toolchain.PREFIX}/lib {libraries}"
     lines += [
         f"{dll}: {' '.join(dll_objects)}",
@@ -267,7 +334,7 @@ def makefile(
         objects = " ".join(u.obj for u in units)
         program = f"{project.property('TargetName') or name}.exe"
         subsystem = project.definitions.get("Link", {}).get("SubSystem") or "Console"
-        libraries = " ".join(link_libraries(project, target))
+        libraries = " ".join(toolchain_link_words(link_libraries(project, target)))
         lines += [
             f"{program}: {dll} {objects}",
             f"\t$(CC) $(LDFLAGS) {LINK_FLAGS} {SUBSYSTEM_FLAGS[subsystem]} -o $@ {objects} "
@@ -281,7 +348,7 @@ def makefile(
         lines += _rules(units)
         objects = " ".join(u.obj for u in units)
         forwarder = f"{project.property('TargetName') or name}.dll"
-        libraries = " ".join(link_libraries(project, target))
+        libraries = " ".join(toolchain_link_words(link_libraries(project, target)))
         lines += [
             f"{forwarder}: {dll} {objects}",
             f"\t$(CC) $(LDFLAGS) {LINK_FLAGS} -shared -o $@ {objects} {libraries}",
@@ -320,12 +387,16 @@ def job_inputs(
     with tempfile.TemporaryDirectory(dir=scratch, prefix=owned("pcbuild")) as tmp:
         root = read_pcbuild(tarball, src.top_dir, Path(tmp))
         extensions = builtin_extensions(root, global_properties(target, src.version, inner_source))
-        rules = makefile(root, target, src.version, inner_source, extensions)
+        parts = dll_parts(root, target, src.version, inner_source, extensions)
+        rules = makefile(root, target, src.version, inner_source, parts)
     original = read_member(tarball, f"{src.top_dir}/{CONFIG_C}").decode()
+    config_c = builtin_config(original, list(extensions))
+    info = json.dumps(build_info(parts, config_c), indent=1, sort_keys=True) + "\n"
     files: dict[str, Path | bytes] = {
         "build.sh": WINDOWS_DIR / "build.sh",
         "windows.mk": rules.encode(),
-        "config.c": builtin_config(original, list(extensions)).encode(),
+        "config.c": config_c.encode(),
+        BUILD_INFO_FILE: info.encode(),
     }
     # The toolchain's own compiler variables (toolchain.build_environment) are the
     # build's: the projects' definitions come through the Makefile.

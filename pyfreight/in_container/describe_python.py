@@ -19,7 +19,8 @@ impl = sys.implementation
 facts = {
     "python_version": platform.python_version(),
     "python_major_minor_version": sysconfig.get_python_version(),
-    "python_abi_tag": sys.abiflags,
+    # sys.abiflags is Unix's; Windows' sysconfig has the same letters (t: free-threaded)
+    "python_abi_tag": getattr(sys, "abiflags", sysconfig.get_config_var("ABIFLAGS") or ""),
     "python_platform_tag": sysconfig.get_platform(),
     "python_implementation_name": impl.name,
     "python_implementation_cache_tag": impl.cache_tag,

@@ -33,12 +33,14 @@ class MatrixEntry:
 def release_matrix() -> list[MatrixEntry]:
     """Every build of a release, by target, version and option. An option a target's
     data refuses stops here, with the data's reason, not hours into a workflow. A target
-    whose archives are not made yet (`unfinished: archives`) has no builds."""
+    whose archives are not made yet (`unfinished: archives`) has no builds, and a
+    version the target is not built for (`unavailable_versions`) none of that version."""
     _, versions = load_versions()
     return [
         MatrixEntry(BuildSpec.resolve(cpython, text, target))
         for target in sorted(all_targets().values(), key=lambda t: t.triple)
         if "archives" not in target.unfinished
         for cpython in versions
+        if cpython not in target.unavailable_versions
         for text in target.release_options
     ]

@@ -16,15 +16,15 @@ from pyfreight.container.images import (
 )
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import CPythonBuild
-from pyfreight.cpython.relocate import installed_python_name
+from pyfreight.cpython.layout import installed_python_name
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import interpreter_identity, tree_target
 from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.records import driver_code_digest, exclusive, record_matches, write_record
-from pyfreight.targets import Target, all_targets
-from pyfreight.verify.check_windows import check_windows_install, windows_tree_machine
+from pyfreight.targets import Target
+from pyfreight.verify.check_windows import check_windows_install, windows_tree_target
 from pyfreight.verify.elf_rules import check_tree
 from pyfreight.verify.test_suite import TEST_SUITE_FILE, test_suite_command
 
@@ -133,13 +133,7 @@ def _pe_target(tree: Path, target: Target | None) -> Target | None:
     of the executable's machine; None for any other tree."""
     if target is not None:
         return target if target.pe_machine else None
-    machine = windows_tree_machine(tree)
-    if machine is None:
-        return None
-    found = [t for t in all_targets().values() if t.pe_machine == machine]
-    if not found:
-        raise PyfreightError(f"{tree / 'python.exe'}: no target in targets/ builds {machine} PE files")
-    return found[0]
+    return windows_tree_target(tree)
 
 
 def check_build(build: CPythonBuild, ws: Workspace, tests: str = "subset") -> bool:

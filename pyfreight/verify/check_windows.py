@@ -17,7 +17,7 @@ from pyfreight.formats.pe import pe_facts
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
-from pyfreight.targets import Target
+from pyfreight.targets import Target, all_targets
 from pyfreight.verify.pe_rules import check_pe_tree
 from pyfreight.verify.test_suite import test_suite_command
 
@@ -28,13 +28,19 @@ REGRTEST_SCRIPT = IN_CONTAINER_DIR / "regrtest_wine.py"  # CPython's tests under
 TREE_FOLDER = "py freight/python"  # unusual on purpose: a space, as check-install's on Linux
 
 
-def windows_tree_machine(tree: Path) -> str | None:
-    """The PE machine of the tree's python.exe, or None when the tree has none."""
+def windows_tree_target(tree: Path) -> Target | None:
+    """The target of a Windows tree, from its python.exe's PE machine; None for a tree
+    with no python.exe at its top."""
     executable = tree / "python.exe"
     if not executable.is_file():
         return None
     facts = pe_facts(executable, tree)
-    return facts.machine if facts else None
+    if facts is None:
+        raise PyfreightError(f"{executable}: not a PE image")
+    found = [t for t in all_targets().values() if t.pe_machine == facts.machine]
+    if not found:
+        raise PyfreightError(f"{executable}: no target in targets/ builds {facts.machine} PE files")
+    return found[0]
 
 
 def check_windows_install(tree: Path, ws: Workspace, tests: str, target: Target) -> bool:

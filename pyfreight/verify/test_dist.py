@@ -5,21 +5,29 @@ entry of its PYTHON.json runs too."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
 from pyfreight.archives.flavours import recognise
 from pyfreight.container.images import ensure_runtime_image
 from pyfreight.container.run import Mount, RunSpec, run
+from pyfreight.container.wine import C_DRIVE, run_windows_program
+from pyfreight.cpython.layout import layout_of
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_target
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
-from pyfreight.paths import Workspace
+from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.python_json import checked_document
 from pyfreight.verify.check_install import check_install
+from pyfreight.verify.check_windows import REGRTEST_SCRIPT, windows_tree_target
 
+# What adapts CPython's test harness to Wine (in_container/regrtest_wine.py), on the
+# run's PYTHONPATH as C:\WINE_SITE.
+WINE_SITECUSTOMIZE = IN_CONTAINER_DIR / "wine_sitecustomize.py"
+WINE_SITE = "pyfreight-wine-site"
 MOUNT = "/srv/unpacked dist/python"  # a space, and not where check-install puts trees
 RUN_TESTS_ARGS = ["test_json", "test_zlib"]  # quick: proves the entry point runs the suite
 
@@ -33,9 +41,10 @@ def check_distribution(
         flavour = recognise([m.name for m in extract(archive, tmp, limits)])
         root = tmp / "python"
         tree = tmp / flavour.install_root if flavour else root
-        if flavour is None or not (tree / "bin").is_dir():
+        if flavour is None or layout_of(tree) is None:
             raise PyfreightError(
-                f"{archive}: no python/bin or python/install/bin inside; not a distribution archive"
+                f"{archive}: no install tree inside (python/bin/ or python/python.exe, or the same "
+                "below python/install/); not a distribution archive"
             )
         # PYTHON.json is checked before anything runs
         document = checked_document(root, archive) if flavour.describes_itself else None
@@ -47,18 +56,40 @@ def check_distribution(
             tests = "none"
         passed = check_install(tree, ws, tests=tests)
         if document is not None:
-            script = f"{MOUNT}/{document['run_tests']}"
-            python = f"{MOUNT}/{document['python_exe']}"
-            spec = RunSpec(
-                image=ensure_runtime_image(ws, tree_target(root / document["python_exe"])),
-                command=[python, script, *RUN_TESTS_ARGS],
-                what="the run_tests entry",
-                output="terminal",
-                mounts=[Mount(root, MOUNT)],
-                name_hint="run-tests",
-            )
             say(f"test-dist: run_tests ({document['run_tests']} {' '.join(RUN_TESTS_ARGS)})")
-            ran = run(spec, check=False).ok
+            ran = _run_tests_entry(root, document, tree, ws)
             print(f"{'PASS' if ran else 'FAIL'}  run_tests entry of PYTHON.json")
             passed = passed and ran
     return passed
+
+
+def _run_tests_entry(root: Path, document: dict, tree: Path, ws: Workspace) -> bool:
+    """The run_tests script of PYTHON.json, by its python_exe, where the target's
+    programs run: in its runtime image, or under Wine."""
+    windows = windows_tree_target(tree)
+    if windows is not None:
+        with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("wine-site")) as site:
+            shutil.copy(REGRTEST_SCRIPT, Path(site) / REGRTEST_SCRIPT.name)
+            shutil.copy(WINE_SITECUSTOMIZE, Path(site) / "sitecustomize.py")
+            Path(site).chmod(0o755)  # Wine's user reads it
+            return run_windows_program(
+                windows,
+                ws,
+                root,
+                document["python_exe"],
+                [document["run_tests"], *RUN_TESTS_ARGS],
+                what="the run_tests entry under Wine",
+                check=False,
+                output="terminal",
+                mounts=[Mount(Path(site), f"{C_DRIVE}/{WINE_SITE}")],
+                env={"PYTHONPATH": f"C:\\{WINE_SITE}"},
+            ).ok
+    spec = RunSpec(
+        image=ensure_runtime_image(ws, tree_target(root / document["python_exe"])),
+        command=[f"{MOUNT}/{document['python_exe']}", f"{MOUNT}/{document['run_tests']}", *RUN_TESTS_ARGS],
+        what="the run_tests entry",
+        output="terminal",
+        mounts=[Mount(root, MOUNT)],
+        name_hint="run-tests",
+    )
+    return run(spec, check=False).ok

@@ -16,6 +16,7 @@ from typing import Any
 from pyfreight.archives.describe import crt_features
 from pyfreight.archives.flavours import recognise
 from pyfreight.archives.sbom import sbom_errors
+from pyfreight.cpython.layout import WINDOWS, layout_of
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.cpython.setup_local import load_extension_data
@@ -31,8 +32,10 @@ from pyfreight.formats.elf import (
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
 from pyfreight.python_json import schema_errors
 from pyfreight.targets import Target, all_targets, default_target, known_names
+from pyfreight.verify.check_windows import windows_tree_target
 from pyfreight.verify.elf_rules import libc_problem
 from pyfreight.verify.exports import bundled_exports, missing_c_api
+from pyfreight.verify.pe_rules import check_pe_tree
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
 
@@ -290,6 +293,34 @@ def _install_tree(install: Path, prefix: str, target: Target) -> tuple[list[Prob
     return problems, facts
 
 
+def _pe_tree(install: Path, prefix: str, target: Target) -> list[Problem]:
+    """The rules for a Windows tree: the PE rules on every image (verify/pe_rules.py),
+    the programs and DLLs it must have, every extension module built in (no .pyd files
+    but the test-only ones), and no build path in its text files."""
+    problems = []
+    for line in check_pe_tree(install, target)[1]:
+        member, _, message = line.partition(": ")
+        problems.append(Problem(f"{prefix}/{member}", message))
+    for name in ("python.exe", "pythonw.exe", "python3.dll"):
+        if not (install / name).is_file():
+            problems.append(Problem(f"{prefix}/{name}", "missing"))
+    if not list(install.glob("python3?*.dll")):
+        problems.append(Problem(f"{prefix}/python3XX.dll", "missing: the interpreter's DLL"))
+    test_only = load_extension_data().test_only
+    for path in sorted(install.rglob("*.pyd")):
+        if "site-packages" not in path.parts and path.name.split(".")[0] not in test_only:
+            problems.append(
+                Problem(
+                    f"{prefix}/{path.relative_to(install)}",
+                    "an extension module as a .pyd (all but the test-only ones are built into the DLL)",
+                )
+            )
+    for leak in find_build_paths(install):
+        member, _, detail = leak.partition(": ")
+        problems.append(Problem(f"{prefix}/{member}", f"build-time path: {detail}"))
+    return problems
+
+
 def _object_problems(build: Path, spec: Target) -> list[Problem]:
     """The full archive's objects and static libraries, which packers link on their own
     machines: none may refer to a glibc symbol version above the target's ceiling."""
@@ -361,6 +392,12 @@ def _target_of(
         spec = all_targets().get(said)
         if spec is None:
             return None, [Problem("python/PYTHON.json", f"unknown target {said}; known: {known_names()}")]
+    elif layout_of(install) is WINDOWS:
+        try:
+            spec = windows_tree_target(install)
+        except PyfreightError as exc:
+            return None, [Problem(f"{prefix}/python.exe", f"cannot tell the target: {exc}")]
+        assert spec is not None  # the tree has python.exe
     else:
         interpreter = install / "bin" / "python3"
         try:
@@ -410,6 +447,18 @@ def validate(archive: Path, target: str | None = None, limits: Limits = DEFAULT_
         spec, found = _target_of(install, prefix, target, (document or {}) if full else {})
         problems += found
         if spec is None:
+            return problems
+        if spec.binary_format == "pe":
+            problems += _pe_tree(install, prefix, spec)
+            said_crt = (document or {}).get("crt_features") if full else None
+            expected_crt = crt_features(spec.libc, False, None)
+            if full and said_crt != expected_crt:
+                problems.append(
+                    Problem(
+                        "python/PYTHON.json",
+                        f"crt_features say {said_crt}, but {spec.triple}'s are {expected_crt}",
+                    )
+                )
             return problems
         found, elf = _install_tree(install, prefix, spec)
         problems += found
