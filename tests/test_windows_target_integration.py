@@ -350,9 +350,10 @@ def pypi_wheels(tmp_path_factory) -> Path:
 
 def test_pypis_own_msvc_built_extension_modules_load_under_wine(windows_archives, pypi_wheels):
     """markupsafe's compiled speedups (a .cp314-win_amd64.pyd built by MSVC) import into
-    our clang-built python314.dll, from the unpacked install_only archive, and run. numpy gets as far as calling crealf in the
-    UCRT, which Wine (8.0, and 10.0 too) does not implement: a limit of Wine, named here
-    so that the test says when a Wine update lifts it."""
+    our clang-built python314.dll, from the unpacked install_only archive, and run.
+    numpy gets as far as calling crealf in the UCRT, which Wine (8.0, and 10.0 too) does
+    not implement: a limit of Wine, named here so that the test says when a Wine update
+    lifts it."""
     extract(windows_archives["install_only.tar.gz"], pypi_wheels)  # as users unpack it: python/
     (pypi_wheels / "wheels.py").write_text(
         "import sys\n"
