@@ -94,12 +94,18 @@ def test_the_release_matrix_has_the_windows_builds_of_the_versions_it_is_made_fo
     ]
 
 
-def test_make_names_the_deps_command():
+@pytest.mark.parametrize(
+    ("goal", "command"),
+    [("deps", "pyfreight deps --target {name}"), ("noopt", "pyfreight build  --target {name} --options noopt")],
+)
+def test_make_names_the_commands_the_windows_tests_run(goal, command):
+    """`make windows-x86_64-deps` and `make windows-x86_64-noopt` (README, docs/targets.md)
+    are the pyfreight commands test_windows_target_integration.py runs and checks."""
     proc = subprocess.run(
-        ["make", "-n", f"{WINDOWS.make_name}-deps"], cwd=REPO, capture_output=True, text=True, timeout=60
+        ["make", "-n", f"{WINDOWS.make_name}-{goal}"], cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
-    assert f"pyfreight deps --target {WINDOWS.make_name}" in proc.stdout
+    assert proc.stdout.splitlines()[-1].endswith(command.format(name=WINDOWS.make_name) + " "), proc.stdout
 
 
 def test_a_wheels_platform_tags_come_from_its_name():
