@@ -30,7 +30,7 @@ def write_sysroot(wheel: Source, ws: Workspace, out: Path) -> None:
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("zig")) as tmp:
         root = Path(tmp) / "zig"
-        _unpack(cached, root)
+        unpack_zig(cached, root)
         if not (root / "zig").is_file():
             raise PyfreightError(f"{wheel.file}: holds no {WHEEL_FOLDER}/zig; is the pin a ziglang wheel?")
         members = [("zig", root)] + [(f"zig/{rel}", root / rel) for rel in walk_sorted(root)]
@@ -44,7 +44,7 @@ def write_sysroot(wheel: Source, ws: Workspace, out: Path) -> None:
         write_tar(out, members, epoch=0)
 
 
-def _unpack(wheel: Path, dest: Path) -> None:
+def unpack_zig(wheel: Path, dest: Path) -> None:
     """The wheel's ziglang/ folder into `dest`, with the executable bits the wheel
     records (a zip keeps Unix modes in its external attributes); no member may leave it."""
     prefix = f"{WHEEL_FOLDER}/"

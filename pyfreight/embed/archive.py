@@ -18,8 +18,11 @@ from pyfreight.targets import Target, target
 # Compiler flags a PYTHON.json may ask for config.c. Not accepted, by design: -wrapper,
 # -B, -fplugin, @file, -specs, -Xclang, -Wl/-Wa/-Wp (they run or load other programs, or
 # hand options to the assembler, linker or preprocessor), and anything not listed.
+# A definition's value may be a word or a C string (the Windows build names its DLL so,
+# -DMS_DLL_ID="3.14"): each flag is one argument, no shell sees it.
 ALLOWED_CFLAG = re.compile(
-    r"-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?|-U[A-Za-z_][A-Za-z0-9_]*|-std=[a-z0-9+]+"
+    r'-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*|=L?"[A-Za-z0-9_.+ -]*")?'
+    r"|-U[A-Za-z_][A-Za-z0-9_]*|-std=[a-z0-9+]+"
     r"|-O[0-3sgz]?|-g[0-3]?|-f(no-)?(PIC|PIE|pic|pie|wrapv|strict-aliasing|common)|-fvisibility=[a-z]+"
     r"|-W(no-)?[a-z][a-z0-9-]*(=[a-z0-9]+)?"
 )

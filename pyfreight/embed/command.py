@@ -17,9 +17,11 @@ from pyfreight.embed.archive import archive_pie, archive_target, open_archive
 from pyfreight.embed.host_toolchain import find_toolchain
 from pyfreight.embed.link import Linker, build_libpython, link_executable, plan_embed, self_contained_library
 from pyfreight.embed.memory import PackOptions, link_memory_importer
+from pyfreight.embed.zig import pinned_zig
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits
 from pyfreight.logs import say
+from pyfreight.paths import Workspace, default_workspace
 from pyfreight.targets import Target
 
 MAIN_SOURCE = """\
@@ -32,8 +34,9 @@ int main(int argc, char **argv) { return Py_BytesMain(argc, argv); }
 
 def _check_cross_compiler(target: Target, cc: str | None, archive: Path) -> None:
     """An archive for a machine other than this one links with a compiler for that
-    machine, which only the user can name: the host's cc would fail on the first object."""
-    if target.native or cc or os.environ.get("CC"):
+    machine: the target's pinned zig, or one only the user can name (the host's cc would
+    fail on the first object)."""
+    if target.native or target.zig is not None or cc or os.environ.get("CC"):
         return
     packages = " ".join(target.cross_cc_packages)
     hint = f", e.g. --cc {target.cross_cc} (Debian: apt-get install {packages})" if target.cross_cc else ""
@@ -61,13 +64,16 @@ def embed(
     pie: bool | None = None,
     strip: bool = False,
     limits: Limits = DEFAULT_LIMITS,
+    ws: Workspace | None = None,
 ) -> EmbedResult:
     """Links an interpreter (or with emit_lib just libpython.a) from `archive_path`; with
     `memory`, one that imports its packed stdlib from memory. `pie` (default: as the
     archive's own interpreter) chooses a PIE or a position-dependent executable: no
     ASLR for its own code, but none of the ~70,000 relative relocations a PIE applies
     at every start. `strip` drops the debug info the
-    archive's objects carry (about half of an interpreter's size)."""
+    archive's objects carry (about half of an interpreter's size). `ws` (default: the
+    checkout's) holds the pinned compiler of a target that has one."""
+    ws = ws or default_workspace()
     output = output.resolve()
     if not output.parent.is_dir():
         raise PyfreightError(f"-o {output}: folder {output.parent} does not exist")
@@ -84,7 +90,13 @@ def embed(
             # Static code objects hold about a million pointers a PIE would relocate at every start.
             pie = archive_pie(archive) and not (memory is not None and memory.static_code)
         extra = ([] if pie else ["-no-pie"]) + (["-Wl,--strip-debug"] if strip else [])
-        toolchain = find_toolchain(archive.object_file_format, cc, work)
+        target = archive_target(archive)
+        if target.binary_format == "pe":
+            extra = []  # a PE image is relocatable (ASLR) and linked without symbols (-s) anyway
+        pinned = (
+            pinned_zig(target, ws) if target.zig is not None and not (cc or os.environ.get("CC")) else None
+        )
+        toolchain = find_toolchain(archive.object_file_format, cc, work, pinned)
         plan = plan_embed(archive, selection, toolchain.nm)
         kept = f"{len(plan.extensions)} extension modules, {len(plan.dropped)} left out"
         say(f"embed: {kept}; {toolchain.describe()}")
@@ -95,7 +107,8 @@ def embed(
                 output, [e.name for e in plan.extensions], plan.dropped, toolchain.describe(), "", packages
             )
         library = build_libpython(plan, linker)
-        link_line = " ".join([output.name, *(f"-l{n}" for n in plan.inputs.system_libraries), "-pthread"])
+        threads = [] if target.binary_format == "pe" else ["-pthread"]
+        link_line = " ".join([output.name, *(f"-l{n}" for n in plan.inputs.system_libraries), *threads])
         if emit_lib:
             self_contained_library(linker, [library, *plan.inputs.static_libraries], output)
         else:

@@ -1,6 +1,8 @@
 """The host's C compiler, archiver and linker for `pyfreight embed`.
 
 ELF archives (noopt, pgo, debug) link with any gcc or clang and the system linker.
+COFF archives (Windows) link with a compiler for Windows: by default the target's
+pinned zig (embed/zig.py); binutils' ar and nm read their objects.
 LTO archives hold LLVM bitcode (object_file_format "llvm-bitcode:N"): only an LLVM
 linker of version N or newer can read it, so we link those with ld.lld whatever the
 compiler driver (gcc or clang) is, and archive them with llvm-ar, which indexes
@@ -16,6 +18,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyfreight.embed.zig import PinnedCompiler
 from pyfreight.errors import PyfreightError
 
 
@@ -28,6 +31,9 @@ class HostToolchain:
     bitcode_llvm: str | None = None  # LLVM major version when the objects are bitcode
     lld_dir: Path | None = None  # a folder holding an `ld.lld` for -B / -fuse-ld=lld
     link_flags: tuple[str, ...] = field(default=())
+    object_format: str = "elf"  # "elf", "coff" or "llvm-bitcode:N" (PYTHON.json's)
+    env: dict[str, str] = field(default_factory=dict)  # for every tool run, beside os.environ
+    library_names: dict[str, str] = field(default_factory=dict)  # -l names this compiler spells otherwise
 
     def describe(self) -> str:
         linker = f", ld.lld from LLVM {self.bitcode_llvm}" if self.bitcode_llvm else ""
@@ -35,21 +41,23 @@ class HostToolchain:
 
 
 def bitcode_version(object_file_format: str) -> str | None:
-    """'llvm-bitcode:19' -> '19'; 'elf' -> None. Anything else is refused by name."""
-    if object_file_format == "elf":
+    """'llvm-bitcode:19' -> '19'; 'elf' or 'coff' -> None. Anything else is refused by name."""
+    if object_file_format in ("elf", "coff"):
         return None
     match = re.fullmatch(r"llvm-bitcode:(\d+)", object_file_format)
     if not match:
         raise PyfreightError(
             f"PYTHON.json object_file_format {object_file_format!r} is not one embed knows "
-            "(elf or llvm-bitcode:N); is the archive from a newer pyfreight?"
+            "(elf, coff or llvm-bitcode:N); is the archive from a newer pyfreight?"
         )
     return match.group(1)
 
 
-def _version_line(command: list[str]) -> str:
+def _version_line(command: list[str], env: dict[str, str]) -> str:
     try:
-        out = subprocess.run([*command, "--version"], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            [*command, "--version"], capture_output=True, text=True, check=True, env={**os.environ, **env}
+        ).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
         raise PyfreightError(f"{' '.join(command)} --version failed ({exc}); pass a working --cc") from exc
     return out.splitlines()[0].strip() if out else command[0]
@@ -74,22 +82,36 @@ def _llvm_tool(name: str, major: str) -> str | None:
     return None
 
 
-def find_toolchain(object_file_format: str, cc: str | None, work: Path) -> HostToolchain:
+def find_toolchain(
+    object_file_format: str, cc: str | None, work: Path, pinned: PinnedCompiler | None = None
+) -> HostToolchain:
     """The tools to compile, archive and link objects of `object_file_format` on this
-    host. `cc` (or $CC, else `cc`) is the compiler driver."""
-    command = shlex.split(cc or os.environ.get("CC") or "cc")
+    host. `cc` (or $CC, else the target's `pinned` compiler, else `cc`) is the compiler
+    driver."""
+    named = cc or os.environ.get("CC")
+    use_pinned = pinned is not None and not named
+    command = list(pinned.command) if pinned is not None and use_pinned else shlex.split(named or "cc")
+    env = dict(pinned.env) if pinned is not None and use_pinned else {}
     if not command or not shutil.which(command[0]):
         raise PyfreightError(
             f"C compiler {command[0] if command else '(empty)'!r} not found: install gcc or clang "
             "(Debian: apt-get install gcc) or name one with --cc"
         )
-    description = _version_line(command)
+    description = _version_line(command, env)
     major = bitcode_version(object_file_format)
     if major is None:
         ar, nm = shutil.which("ar"), shutil.which("nm")
         if not ar or not nm:
             raise PyfreightError("no `ar` or `nm` found: install binutils (Debian: apt-get install binutils)")
-        return HostToolchain(cc=tuple(command), cc_description=description, ar=ar, nm=nm)
+        return HostToolchain(
+            cc=tuple(command),
+            cc_description=description,
+            ar=ar,
+            nm=nm,
+            object_format=object_file_format,
+            env=env,
+            library_names=dict(pinned.library_names) if pinned is not None and use_pinned else {},
+        )
     tools = {name: _llvm_tool(name, major) for name in ("ld.lld", "llvm-ar", "llvm-nm")}
     lld, llvm_ar, llvm_nm = tools["ld.lld"], tools["llvm-ar"], tools["llvm-nm"]
     if not lld or not llvm_ar or not llvm_nm:

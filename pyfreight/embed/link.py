@@ -63,7 +63,13 @@ class Linker:
         with self.log.open("a") as log:
             log.write(f"$ {shlex.join(command)}\n")
             log.flush()
-            result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=self.work)
+            result = subprocess.run(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.work,
+                env={**os.environ, **self.toolchain.env},
+            )
         if result.returncode != 0:
             raise PyfreightError(
                 f"embed: {step} failed (exit {result.returncode}); log {self.log}:\n{tail(self.log)}"
@@ -98,6 +104,11 @@ def link_flags(plan: EmbedPlan, toolchain: HostToolchain) -> list[str]:
         raise PyfreightError(
             f"the archive lacks static libraries its PYTHON.json names: {', '.join(missing)}"
         )
+    if toolchain.object_format == "coff":
+        # Windows: lld takes archives in any order and keeps their symbols private to the
+        # image unless exported; the image has no symbols (-s), as the archive's own.
+        names = toolchain.library_names
+        return [*map(str, libraries), *(f"-l{names.get(n, n)}" for n in plan.inputs.system_libraries), "-s"]
     hidden = ":".join(p.name for p in libraries)
     flags = ["-Wl,--start-group", *map(str, libraries), "-Wl,--end-group"]
     flags += [f"-l{name}" for name in plan.inputs.system_libraries]

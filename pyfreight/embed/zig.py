@@ -1,0 +1,56 @@
+"""The pinned zig of a target whose sysroot is zig (Windows), on this machine, for
+`pyfreight embed`: the compiler and linker the archive was built with, so linking a
+Windows interpreter needs nothing installed but binutils (whose ar and nm read COFF).
+The wheel is fetched and verified by sha256 like every source, unpacked once below the
+workspace's tools folder, and zig's caches are kept there too: it would write to
+~/.cache otherwise, and it compiles the C runtime's start-up code into them once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyfreight.container.zig_sysroot import unpack_zig
+from pyfreight.cpython.windows_projects import load_settings
+from pyfreight.errors import PyfreightError
+from pyfreight.leftovers import owned
+from pyfreight.logs import say
+from pyfreight.paths import Workspace
+from pyfreight.sources.fetch import fetch_source
+from pyfreight.targets import Target
+
+
+@dataclass(frozen=True)
+class PinnedCompiler:
+    command: tuple[str, ...]  # zig cc -target TRIPLE
+    env: dict[str, str] = field(default_factory=dict)  # zig's cache folders
+    library_names: dict[str, str] = field(default_factory=dict)  # Windows' name -> mingw-w64's
+
+
+def pinned_zig(target: Target, ws: Workspace) -> PinnedCompiler:
+    """`zig cc` for `target` from its pinned wheel, unpacked below ws's tools folder
+    (under a temporary name first, so an interrupted unpack is never used)."""
+    if target.zig is None:
+        raise PyfreightError(f"{target.triple} has no pinned zig (targets/{target.triple}.yaml sysroot.zig)")
+    tools = ws.build / "tools"
+    home = tools / f"zig-{target.zig.sha256[:16]}"
+    if not (home / "zig").is_file():
+        wheel = fetch_source(target.zig, ws.downloads, log=say)
+        tools.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=tools, prefix=owned("zig")) as tmp:
+            say(f"embed: unpacking {target.zig.file} into {home}")
+            unpack_zig(wheel, Path(tmp) / "zig")
+            shutil.rmtree(home, ignore_errors=True)
+            os.replace(Path(tmp) / "zig", home)
+    cache = str(tools / "zig-cache")
+    # The import libraries mingw-w64 names otherwise than Windows does, as the Windows
+    # build links them (windows/projects.yaml `libraries`: pathcch).
+    renamed = load_settings()["libraries"]
+    return PinnedCompiler(
+        command=(str(home / "zig"), "cc", "-target", target.clang_triple),
+        env={"ZIG_GLOBAL_CACHE_DIR": cache, "ZIG_LOCAL_CACHE_DIR": cache},
+        library_names={k: v for k, v in renamed.items() if k in target.system_libraries},
+    )
