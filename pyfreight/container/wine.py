@@ -32,18 +32,19 @@ def run_windows_program(
     mount_at: str = FOLDER,
     mounts: Sequence[Mount] = (),
     env: Mapping[str, str] | None = None,
+    writable: bool = False,
 ) -> RunResult:
-    """Runs `folder`/`program` (a path relative to `folder`, which is mounted read-only
-    at `mount_at`, with `mounts` beside it) with `arguments` and `env` under Wine, in `folder`;
-    returns what it printed (`output` "capture"), or shows it as it comes ("terminal")
-    or appends it to a log."""
+    """Runs `folder`/`program` (a path relative to `folder`, which is mounted read-only,
+    or with `writable` writable, at `mount_at`, with `mounts` beside it) with `arguments`
+    and `env` under Wine, in `folder`; returns what it printed (`output` "capture"), or
+    shows it as it comes ("terminal") or appends it to a log."""
     image = ensure_runtime_image(ws, target)
     spec = RunSpec(
         image=image,
         command=[WINE, f"{mount_at}/{program}", *arguments],
         what=what or f"{program} under Wine",
         output=output,
-        mounts=[Mount(folder, mount_at), *mounts],
+        mounts=[Mount(folder, mount_at, read_only=not writable), *mounts],
         # Wine names Unix files in the locale's encoding: in the default C locale, a
         # Windows name with a letter beyond ASCII (as CPython's tests make) cannot exist.
         env={"LC_ALL": "C.UTF-8", **(env or {})},

@@ -102,7 +102,7 @@ def embed(
         say(f"embed: {kept}; {toolchain.describe()}")
         linker = Linker(toolchain, work)
         if memory is not None:
-            packages = link_memory_importer(plan, linker, output, memory, extra)
+            packages = link_memory_importer(plan, linker, output, memory, extra, ws)
             return EmbedResult(
                 output, [e.name for e in plan.extensions], plan.dropped, toolchain.describe(), "", packages
             )

@@ -19,9 +19,16 @@ from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.versions import versions_with
 from pyfreight.embed import application
 from pyfreight.embed.application import MainSpec
+from pyfreight.embed.archive import archive_target
+from pyfreight.embed.archive_python import run_archive_python
 from pyfreight.embed.link import EmbedPlan, Linker, build_libpython, link_executable
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say, tail
+from pyfreight.paths import Workspace, default_workspace
+
+# Options whose step runs the archive's interpreter in ways not made to run under Wine
+# yet (the static code generator, pip): by flag, the PackOptions field that asks for it.
+WINDOWS_NOT_YET = {"--static-code": "static_code", "--wheel": "wheels", "--requirements": "requirements"}
 
 
 @dataclass(frozen=True)
@@ -37,38 +44,34 @@ class PackOptions:
 
 
 def pack_stdlib(
-    plan: EmbedPlan, linker: Linker, options: PackOptions, apps: Sequence[Path], exclude: Sequence[str] = ()
+    plan: EmbedPlan,
+    linker: Linker,
+    options: PackOptions,
+    apps: Sequence[Path],
+    exclude: Sequence[str] = (),
+    ws: Workspace | None = None,
 ) -> Path:
     """Runs the packer with the archive's interpreter; returns the blob."""
-    archive = plan.archive
+    archive, ws = plan.archive, ws or default_workspace()
     if not archive.python_exe.is_file():
         raise PyfreightError(
             f"{archive.python_exe}: the archive's interpreter is missing; is it a full archive?"
         )
     blob = linker.work / "stdlib.blob"
-    command = [
-        str(archive.python_exe),
-        "-I",
-        str(memimport.PACKER),
-        "--stdlib",
-        str(archive.stdlib_dir),
-        "--out",
-        str(blob),
-        "--optimize",
-        str(options.optimize),
-    ]
-    command += ["--sources"] if options.sources else []
+    arguments: list[str | Path] = ["-I", memimport.PACKER, "--stdlib", archive.stdlib_dir, "--out", blob]
+    arguments += ["--optimize", str(options.optimize)]
+    arguments += ["--sources"] if options.sources else []
     for app in apps:
-        command += ["--app", str(app.resolve())]
+        arguments += ["--app", app]
     for name in exclude:
-        command += ["--exclude", name]
+        arguments += ["--exclude", name]
     say(f"embed: packing the stdlib with {archive.python_exe.name} (log {linker.log})")
     with linker.log.open("a") as log:
-        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True)
-        log.write(result.stdout)
-    if result.returncode != 0:
+        returncode, stdout = run_archive_python(archive, ws, linker.work, arguments, log)
+        log.write(stdout)
+    if returncode != 0:
         raise PyfreightError(f"embed: packing the stdlib failed; log {linker.log}:\n{tail(linker.log)}")
-    say(f"embed: {result.stdout.strip().splitlines()[-1] if result.stdout.strip() else blob.name}")
+    say(f"embed: {stdout.strip().splitlines()[-1] if stdout.strip() else blob.name}")
     return blob
 
 
@@ -156,17 +159,29 @@ def _stage_application(plan: EmbedPlan, linker: Linker, options: PackOptions) ->
 
 
 def link_memory_importer(
-    plan: EmbedPlan, linker: Linker, output: Path, options: PackOptions, extra_flags: Sequence[str] = ()
+    plan: EmbedPlan,
+    linker: Linker,
+    output: Path,
+    options: PackOptions,
+    extra_flags: Sequence[str] = (),
+    ws: Workspace | None = None,
 ) -> Path | None:
     """Links the executable; returns the packages folder written beside it, if any."""
     application.packages_folder(output)  # refused before any work if it is not ours
+    if archive_target(plan.archive).runner == "wine":
+        asked = [flag for flag, given in WINDOWS_NOT_YET.items() if getattr(options, given)]
+        if asked:
+            raise PyfreightError(
+                f"{asked[0]} is not made for Windows archives yet: the step runs the archive's "
+                "interpreter, which only the stdlib packer does under Wine so far"
+            )
     refusal = static_code_refusal(plan.archive.python_major_minor_version, plan.archive.build_options)
     if options.static_code and refusal:
         raise PyfreightError(refusal)
     apps, exclude = _stage_application(plan, linker, options)
-    blob = pack_stdlib(plan, linker, options, apps, exclude)
+    blob = pack_stdlib(plan, linker, options, apps, exclude, ws)
     asm = linker.work / "blob.S"
-    asm.write_text(memimport.blob_asm(blob))
+    asm.write_text(memimport.blob_asm(blob, plan.archive.object_file_format))
     on_disk = linker.work / "on-disk"
     has_packages = any(on_disk.iterdir())
     app_c = linker.work / "app.c"

@@ -23,7 +23,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32
+#include <direct.h>
+#include <windows.h>
+#define getcwd _getcwd
+#define SEPARATORS "\\/"
+#define PATH_LIST_SEPARATOR ';'
+#else
 #include <unistd.h>
+#define SEPARATORS "/"
+#define PATH_LIST_SEPARATOR ':'
+#endif
 
 PyMODINIT_FUNC PyInit__pyfreight_memory(void);
 
@@ -42,12 +52,41 @@ extern const char pyfreight_packages_suffix[];
 static int
 self_path(char *buf, size_t size)
 {
+#ifdef _WIN32
+    DWORD n = GetModuleFileNameA(NULL, buf, (DWORD)size);
+    return n == 0 || n >= size ? -1 : 0;
+#else
     ssize_t n = readlink("/proc/self/exe", buf, size - 1);
     if (n <= 0 || (size_t)n >= size - 1) {
         return -1;
     }
     buf[n] = '\0';
     return 0;
+#endif
+}
+
+/* The last separator of `path`, or NULL (Windows has two). */
+static char *
+last_separator(const char *path)
+{
+    char *found = NULL;
+    for (const char *p = path; *p; p++) {
+        if (strchr(SEPARATORS, *p) != NULL) {
+            found = (char *)p;
+        }
+    }
+    return found;
+}
+
+/* Whether a $PYTHONPATH entry is absolute (Windows: a drive's root or \\server). */
+static int
+is_absolute(const char *p)
+{
+#ifdef _WIN32
+    return (p[0] && p[1] == ':' && (p[2] == '\\' || p[2] == '/')) || p[0] == '\\' || p[0] == '/';
+#else
+    return p[0] == '/';
+#endif
 }
 
 /* <prefix>/bin/exe -> <prefix>; any other layout -> the executable's directory. */
@@ -55,13 +94,13 @@ static void
 prefix_of(const char *exe, char *out, size_t size)
 {
     snprintf(out, size, "%s", exe);
-    char *slash = strrchr(out, '/');
+    char *slash = last_separator(out);
     if (slash == NULL) {
         snprintf(out, size, ".");
         return;
     }
     *slash = '\0';
-    const char *dir = strrchr(out, '/');
+    const char *dir = last_separator(out);
     if (dir != NULL && strcmp(dir + 1, "bin") == 0) {
         if (dir == out) {
             out[1] = '\0';
@@ -163,7 +202,11 @@ configure(PyConfig *config, int argc, char **argv, const char *exe, const char *
            prefix (/usr/bin/app: /usr/lib/python3.X/site-packages) and run its .pth files. */
         config->site_import = 0;
         config->safe_path = 1;
+#ifdef _WIN32
+        if (_putenv_s(PARENT_VARIABLE, "1") != 0) {
+#else
         if (setenv(PARENT_VARIABLE, "1", 1) != 0) {
+#endif
             return PyStatus_Error("cannot set " PARENT_VARIABLE);
         }
         status = PyConfig_SetBytesString(config, &config->run_command, pyfreight_app_code);
@@ -217,12 +260,12 @@ search_path_with_pythonpath(PyConfig *config, const char *exe)
     PyStatus status = PyStatus_Ok();
     const char *p = env;
     for (;;) {
-        const char *colon = strchr(p, ':');
+        const char *colon = strchr(p, PATH_LIST_SEPARATOR);
         size_t n = colon ? (size_t)(colon - p) : strlen(p);
         char entry[PATH_MAX];
         /* Like getpath's abspath(): relative entries (and the empty one) are joined to the cwd. */
-        int written = p[0] == '/' ? snprintf(entry, sizeof entry, "%.*s", (int)n, p)
-                                  : snprintf(entry, sizeof entry, "%s%s%.*s", cwd, n ? "/" : "", (int)n, p);
+        int written = is_absolute(p) ? snprintf(entry, sizeof entry, "%.*s", (int)n, p)
+                                     : snprintf(entry, sizeof entry, "%s%s%.*s", cwd, n ? "/" : "", (int)n, p);
         if (written > 0 && (size_t)written < sizeof entry) {
             wchar_t *wide = Py_DecodeLocale(entry, NULL);
             if (wide == NULL) {
@@ -274,7 +317,7 @@ main(int argc, char **argv)
     char exe[PATH_MAX];
     char prefix[PATH_MAX];
     if (self_path(exe, sizeof exe) < 0) {
-        fprintf(stderr, "%s: cannot read /proc/self/exe\n", argc > 0 ? argv[0] : "python");
+        fprintf(stderr, "%s: cannot find its own executable file\n", argc > 0 ? argv[0] : "python");
         return 1;
     }
     prefix_of(exe, prefix, sizeof prefix);
