@@ -3,11 +3,13 @@ symbol-driven additions of `pyfreight embed`, on small PYTHON.json documents."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from pyfreight import toolchain
 from pyfreight.embed.host_toolchain import find_toolchain
 from pyfreight.embed.link import generate_config_c
 from pyfreight.embed.memory import static_code_refusal
@@ -169,3 +171,26 @@ def test_static_code_needs_the_memory_importer(tmp_path):
         "error: --static-code is for the in-memory importer's executables: add --memory-importer"
         in proc.stderr
     )
+
+
+def test_a_windows_blob_is_assembled_into_a_coff_read_only_section(tmp_path):
+    """The blob's assembly for COFF has none of ELF's directives (the Windows assembler
+    refuses .type and .size) and lands in .rdata; clang assembles it for Windows into an
+    object binutils reads as pe-x86-64, with both symbols defined."""
+    from pyfreight import memimport
+
+    blob = tmp_path / "stdlib.blob"
+    blob.write_bytes(b"pyfreight" * 10)
+    text = memimport.blob_asm(blob, "coff")
+    assert ".type" not in text and ".size" not in text and "GNU-stack" not in text
+    assert '.section .rdata,"dr"' in text
+    assert ".type pyfreight_blob_start, @object" in memimport.blob_asm(blob)  # ELF keeps its own
+    clang = f"clang-{toolchain.LLVM}"  # scripts/setup.sh installs it (embed links LTO archives with it)
+    source = tmp_path / "blob.S"
+    source.write_text(text)
+    obj = tmp_path / "blob.o"
+    subprocess.run([clang, "--target=x86_64-windows-gnu", "-c", source, "-o", obj], check=True)
+    assert obj.read_bytes()[:2] == b"\x64\x86"  # a COFF object for AMD64
+    symbols = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
+    assert re.search(r"^0+5a R pyfreight_blob_end$", symbols, re.M), symbols
+    assert re.search(r"^0+ R pyfreight_blob_start$", symbols, re.M), symbols

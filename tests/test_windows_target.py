@@ -96,7 +96,10 @@ def test_the_release_matrix_has_the_windows_builds_of_the_versions_it_is_made_fo
 
 @pytest.mark.parametrize(
     ("goal", "command"),
-    [("deps", "pyfreight deps --target {name}"), ("noopt", "pyfreight build  --target {name} --options noopt")],
+    [
+        ("deps", "pyfreight deps --target {name}"),
+        ("noopt", "pyfreight build  --target {name} --options noopt"),
+    ],
 )
 def test_make_names_the_commands_the_windows_tests_run(goal, command):
     """`make windows-x86_64-deps` and `make windows-x86_64-noopt` (README, docs/targets.md)

@@ -311,6 +311,74 @@ def test_the_full_archive_is_reproduced_from_scratch(windows_archives):
     assert "identical" in proc.stdout, proc.stdout[-2000:]
 
 
+def test_embed_links_a_windows_interpreter_from_the_full_archive_alone(windows_archives, tmp_path):
+    """`pyfreight embed` with the target's pinned zig: python.exe with every module of
+    python314.dll linked in, which runs from the unpacked install_only tree with the
+    DLLs removed (so it can only be its own code)."""
+    (tmp_path / "out").mkdir()
+    proc = pyfreight_cli("embed", windows_archives["full.tar.zst"], "-o", tmp_path / "out" / "python.exe")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "clang version" in proc.stdout and "left out:   (none)" in proc.stdout, proc.stdout
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["python.exe"]  # nothing beside it
+    extract(windows_archives["install_only.tar.gz"], tmp_path / "run")
+    tree = tmp_path / "run" / "python"
+    for dll in ("python314.dll", "python3.dll", "python.exe"):
+        (tree / dll).unlink()
+    shutil.copy(tmp_path / "out" / "python.exe", tree / "python.exe")
+    facts = pefile.PE(str(tree / "python.exe"))
+    imported = {e.dll.decode().lower() for e in facts.DIRECTORY_ENTRY_IMPORT}
+    assert not any(name.startswith("python") for name in imported), imported
+    code = "import sys, ssl, sqlite3, lzma; print(ssl.OPENSSL_VERSION, sqlite3.sqlite_version, sys.prefix)"
+    result = run_windows_program(
+        WINDOWS, default_workspace(), tmp_path / "run", "python/python.exe", ["-c", code]
+    )
+    assert result.stdout.startswith("OpenSSL 3."), result.stdout + result.stderr
+    assert result.stdout.rstrip().endswith("\\work\\python"), result.stdout  # its prefix: its own folder
+
+
+def test_a_single_file_exe_runs_alone_and_imports_the_stdlib_from_memory(windows_archives, tmp_path):
+    """`pyfreight embed --memory-importer --main`: one .exe, started in an empty folder
+    under Wine, runs the application, which imports the stdlib (json, ssl) from the
+    executable itself; the packer ran as the archive's python.exe under Wine."""
+    app = tmp_path / "app" / "hello"
+    app.mkdir(parents=True)
+    (app / "__init__.py").write_text(
+        "import json, ssl, sys\n"
+        "def main():\n"
+        "    print('hello', json.dumps([sys.version_info[:2]]), ssl.OPENSSL_VERSION, json.__file__)\n"
+    )
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    proc = pyfreight_cli(
+        "embed", windows_archives["full.tar.zst"], "-o", alone / "hello.exe", "--memory-importer",
+        "--no-sources", "--optimize", "2", "--app", app.parent, "--main", "hello:main",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert sorted(p.name for p in alone.iterdir()) == ["hello.exe"]
+    alone.chmod(0o755)
+    result = run_windows_program(WINDOWS, default_workspace(), alone, "hello.exe")
+    assert result.stdout.startswith("hello [[3, 14]] OpenSSL 3."), result.stdout + result.stderr
+    assert result.stdout.rstrip().endswith("hello.exe/json/__init__.py"), result.stdout  # from memory
+    print(f"single-file hello.exe: {(alone / 'hello.exe').stat().st_size / 1e6:.1f} MB")
+
+
+def test_embed_steps_not_made_for_windows_are_refused_in_one_line(windows_archives, tmp_path):
+    proc = pyfreight_cli(
+        "embed",
+        windows_archives["full.tar.zst"],
+        "-o",
+        tmp_path / "x.exe",
+        "--memory-importer",
+        "--static-code",
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: --static-code is not made for Windows archives yet")
+    ), proc.stderr
+
+
 def test_building_the_tree_again_gives_the_same_bytes(windows_tree):
     """The Windows tree is reproducible: --force builds it again from the same inputs."""
     artifact = windows_tree.with_name(windows_tree.name + ".tar")

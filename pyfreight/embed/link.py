@@ -172,6 +172,10 @@ def link_executable(
         *link_flags(plan, linker.toolchain),
         *extra_flags,
     ]
+    if linker.toolchain.object_format == "coff":
+        # The C API is dllexport-ed, so the linker also writes an import library; it goes
+        # to the work folder, not beside the executable.
+        command.append(f"-Wl,--out-implib,{linker.work / 'executable.lib'}")
     say(f"embed: linking {output.name} ({len(plan.extensions)} extension modules; log {linker.log})")
     try:
         linker.run(command, "linking")
