@@ -4,8 +4,9 @@ image with no network, checked as Windows objects, and used for real by one prog
 linked against all of them that runs under Wine in the target's runtime image; then the
 interpreter built from CPython's own Visual Studio projects, run under Wine from a
 folder it was not built in, the tree built again to the same bytes; then its three
-archives: PYTHON.json for packers, validate, test-dist under Wine, uv's index entry and
-the full archive reproduced from scratch."""
+archives: PYTHON.json for packers, validate, test-dist under Wine, uv's index entry, the
+full archive reproduced from scratch, and `embed` linking a Windows interpreter and a
+single-file .exe from it."""
 
 from __future__ import annotations
 
