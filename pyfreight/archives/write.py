@@ -69,7 +69,7 @@ import subprocess
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-python = os.path.join(here, "..", "install", *{interpreter!r})
+python = os.path.join(here, "..", "install", {interpreter})
 sys.exit(subprocess.call([python, "-m", "test", *sys.argv[1:]]))
 '''
 
@@ -276,7 +276,9 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
             raise PyfreightError(f"{cpython_license} is missing: the install has no CPython license text")
         run_tests = scratch / "run_tests.py"
         interpreter = layout.interpreter(tree)
-        run_tests.write_text(RUN_TESTS.format(interpreter=interpreter.split("/")))
+        run_tests.write_text(
+            RUN_TESTS.format(interpreter=", ".join(f'"{p}"' for p in interpreter.split("/")))
+        )
         document = describe(
             facts=facts,
             info=info,
