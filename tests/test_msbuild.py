@@ -101,6 +101,28 @@ def test_what_msbuild_computes_is_unknown_and_an_error_only_when_used(tmp_path):
     assert read_project(project, {"Version": "3.14"}, tmp_path).property("Version") == "3.14"
 
 
+def test_property_names_are_case_insensitive_and_a_function_around_a_property_is_unknown(tmp_path):
+    """As in MSBuild, $(TclLibName) is the tclLibName defined before (tcltk.props does
+    this); $([System.Version]::Parse($(V)).Major) is computed by MSBuild, never left in a
+    value half expanded."""
+    project = _write(
+        tmp_path / "PCbuild/demo.vcxproj",
+        """
+        <PropertyGroup>
+          <tclLibName>tcl86t.lib</tclLibName>
+          <Libs>lib\\$(TclLibName)</Libs>
+          <Major>$([System.Version]::Parse($(TclVersion)).Major)</Major>
+          <Uses>tcl$(Major)</Uses>
+        </PropertyGroup>
+        """,
+    )
+    read = read_project(project, {"TCLVERSION": "8.6.18.0"}, tmp_path)
+    assert read.property("libs") == "lib\\tcl86t.lib"
+    with pytest.raises(Unevaluable, match="property Uses is computed by MSBuild"):
+        read.property("Uses")
+    assert read_project(project, {"major": "8"}, tmp_path).property("Uses") == "tcl8"
+
+
 def test_a_file_that_is_not_a_project_is_one_error(tmp_path):
     broken = tmp_path / "broken.vcxproj"
     broken.write_text("<Project><unclosed></Project>")

@@ -6,7 +6,8 @@ evaluates a project the way MSBuild does for those facts, and no further:
 
 - properties, in document order through <Import>ed files, each assignment only when
   its Condition holds; global properties (what a caller passes, as `msbuild /p:`) are
-  never overwritten by the project;
+  never overwritten by the project; names are case-insensitive, as in MSBuild
+  (tcltk.props defines tclLibName and uses $(TclLibName));
 - item definitions (<ItemDefinitionGroup>), whose metadata may extend the earlier value
   with %(Name);
 - items (<ItemGroup>: ClCompile, ProjectReference, ...) with their own metadata; an
@@ -62,12 +63,14 @@ class Item:
 @dataclass
 class Project:
     path: Path
-    properties: dict[str, str | None]  # None: defined by something not evaluated here
+    # by name in lower case (MSBuild's names are case-insensitive); None: defined by
+    # something not evaluated here
+    properties: dict[str, str | None]
     definitions: dict[str, dict[str, str | None]] = field(default_factory=dict)  # tool -> metadata
     items: list[Item] = field(default_factory=list)
 
     def property(self, name: str) -> str:
-        value = self.properties.get(name, "")
+        value = self.properties.get(name.lower(), "")
         if value is None:
             raise Unevaluable(f"{self.path.name}: property {name} is computed by MSBuild; pass it")
         return value
@@ -96,8 +99,8 @@ def split_list(value: str) -> list[str]:
 def read_project(path: Path, global_properties: Mapping[str, str], root: Path) -> Project:
     """Evaluates `path` with `global_properties` (msbuild /p:NAME=VALUE); nothing outside
     `root` (the source tree) is read or asked after."""
-    project = Project(path=path, properties=dict(global_properties))
-    reader = _Reader(project, frozenset(global_properties), root)
+    project = Project(path=path, properties={k.lower(): v for k, v in global_properties.items()})
+    reader = _Reader(project, frozenset(k.lower() for k in global_properties), root)
     reader.read_file(path)
     return project
 
@@ -113,7 +116,7 @@ class _Reader:
             document = ET.parse(path).getroot()
         except (OSError, ET.ParseError) as exc:
             raise PyfreightError(f"{path.name}: not a readable MSBuild project ({exc})") from None
-        self.project.properties["MSBuildThisFileDirectory"] = str(path.parent) + "\\"
+        self.project.properties["msbuildthisfiledirectory"] = str(path.parent) + "\\"
         for element in document:
             self.element(element, path)
 
@@ -128,8 +131,8 @@ class _Reader:
             if tag != "PropertyGroup":
                 raise
             for child in element:  # maybe assigned, maybe not: unknown
-                if child.tag.removeprefix(NS) not in self.fixed:
-                    self.project.properties[child.tag.removeprefix(NS)] = None
+                if child.tag.removeprefix(NS).lower() not in self.fixed:
+                    self.project.properties[child.tag.removeprefix(NS).lower()] = None
             return
         if tag == "Import":
             self.import_file(element.get("Project", ""), path)
@@ -138,7 +141,7 @@ class _Reader:
                 self.element(child, path)
         elif tag == "PropertyGroup":
             for child in element:
-                name = child.tag.removeprefix(NS)
+                name = child.tag.removeprefix(NS).lower()
                 try:
                     if self.holds(child.get("Condition")):
                         self.assign(name, child.text or "")
@@ -169,7 +172,7 @@ class _Reader:
         if not found.is_relative_to(self.root) or not found.is_file():
             return
         self.read_file(found)
-        self.project.properties["MSBuildThisFileDirectory"] = str(importer.parent) + "\\"
+        self.project.properties["msbuildthisfiledirectory"] = str(importer.parent) + "\\"
 
     def assign(self, name: str, raw: str) -> None:
         if name in self.fixed:
@@ -226,14 +229,17 @@ class _Reader:
             name = match.group(1)
             if not SIMPLE_NAME.match(name):
                 raise Unevaluable(f"{self.project.path.name}: cannot evaluate $({name})")
-            found = self.project.properties.get(name, "")
+            found = self.project.properties.get(name.lower(), "")
             if found is None:
                 raise Unevaluable(
                     f"{self.project.path.name}: property {name} is computed by MSBuild; pass it"
                 )
             return found
 
-        return PROPERTY.sub(value, text)
+        expanded = PROPERTY.sub(value, text)
+        if "$(" in expanded:  # a property function around a property: $([...]::Parse($(V)))
+            raise Unevaluable(f"{self.project.path.name}: cannot evaluate {text.strip()}")
+        return expanded
 
     def holds(self, condition: str | None) -> bool:
         if condition is None or not condition.strip():
