@@ -48,7 +48,8 @@ make install COMPILEALL_OPTS=-j1
 # The merged profile of a PGO build is an output of its own (--pgo-profile reuses it).
 if [ -f code.profclangd ]; then cp code.profclangd "$OUTPUT_DIR/pgo.profdata"; fi
 # Run-time data the built-in modules need, kept relative to the interpreter:
-# terminfo for curses/readline, the Tcl/Tk script libraries for tkinter.
+# terminfo for curses/readline, the Tcl/Tk script libraries for tkinter (with Tcl's
+# modules, tcl8: msgcat, which Tk's dialogs and `clock format -locale` use, and others).
 mkdir -p "$INSTALL_DIR/share"
 cp -R "$PREFIX/share/terminfo" "$INSTALL_DIR/share/terminfo"
-cp -R "$PREFIX/lib/tcl8.6" "$PREFIX/lib/tk8.6" "$INSTALL_DIR/lib/"
+cp -R "$PREFIX/lib/tcl8.6" "$PREFIX/lib/tk8.6" "$PREFIX/lib/tcl8" "$INSTALL_DIR/lib/"

@@ -64,7 +64,8 @@ def cmd_recipes(args: argparse.Namespace) -> None:
     print(f"{'recipe':18} {'version':16} {'license':40} depends")
     for name in build_order(recipes, recipes):
         r = recipes[name]
-        print(f"{name:18} {r.version:16} {r.license:40} {', '.join(r.depends) or '-'}")
+        own = [f"{d} ({os})" for os, ds in sorted(r.os_depends.items()) for d in ds]
+        print(f"{name:18} {r.version:16} {r.license:40} {', '.join([*r.depends, *own]) or '-'}")
 
 
 def cmd_fetch(args: argparse.Namespace) -> None:

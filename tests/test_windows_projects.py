@@ -125,11 +125,11 @@ def test_only_project_files_are_unpacked(tmp_path):
 
 def test_every_extension_pcbuild_builds_is_built_into_the_dll_but_those_left_out(extensions, rules):
     """pcbuild.proj's ExtensionModules, and _socket, which only _ssl's project reference
-    brings in; _tkinter and _wmi are left out by the settings, each with why."""
+    brings in; _wmi is left out by the settings, with why."""
     excluded = load_settings()["builtin_extensions"]["excluded"]
     assert {"_ssl", "_hashlib", "_sqlite3", "_ctypes", "_lzma", "_bz2", "_zstd", "pyexpat"} <= set(extensions)
     assert "_socket" in extensions and "select" in extensions and "unicodedata" in extensions
-    assert set(excluded) == {"_tkinter", "_wmi"} and not set(excluded) & set(extensions)
+    assert set(excluded) == {"_wmi"} and not set(excluded) & set(extensions)
     assert not any(name.startswith("_test") or name.startswith("xxlimited") for name in extensions)
     prerequisites = re.search(rf"^python{SOURCE.minor.replace('.', '')}\.dll: (.*)$", rules, re.M)
     assert prerequisites is not None
@@ -139,7 +139,21 @@ def test_every_extension_pcbuild_builds_is_built_into_the_dll_but_those_left_out
     assert "-DPy_BUILD_CORE_BUILTIN" in socket
 
 
-def test_a_librarys_own_sources_come_from_our_recipes(rules):
+def test_tkinter_links_our_static_tcl_and_tk_as_their_headers_are_told(rules):
+    """_tkinter.vcxproj links tcl86t.lib and tk86t.lib, Tcl/Tk's DLLs; the DLL links our
+    recipes' static libraries instead, _tkinter compiles with STATIC_BUILD (no dllimport
+    of Tcl's functions), and no build machine's Tcl folder (Py_TCLTK_DIR, which the
+    projects define outside release builds) is compiled in."""
+    tkinter = _recipe(rules, "obj/_tkinter/Modules/_tkinter.o")
+    assert "-DSTATIC_BUILD" in tkinter and "-DWITH_APPINIT" in tkinter
+    assert "Py_TCLTK_DIR" not in rules and "tcltk" not in rules
+    link = _recipe(rules, f"python{SOURCE.minor.replace('.', '')}.dll").split()
+    for word in ("-ltcl86", "-ltk86", "-ltclstub86", "-ltkstub86", "-lcomctl32", "-limm32"):
+        assert word in link, word
+    assert "-ltcl86t" not in link and "-lX11" not in link
+
+
+def test_a_librarys_own_sources_come_from_our_recipes(rules, parts):
     """What the projects compile from $(ExternalsDir) or from CPython's copies of expat
     and libmpdec is our recipes' libraries instead, linked as cpython/extensions.yaml
     says (the same fact as on Linux); the Unix-only libuuid is not, _uuid links rpcrt4."""
@@ -159,7 +173,10 @@ def test_a_librarys_own_sources_come_from_our_recipes(rules):
         "-lmpdec",
     ):
         assert library in link, library
-    assert "-lrpcrt4" in link and "-luuid" not in link and "-llibffi-8" not in link
+    assert "-lrpcrt4" in link and "-llibffi-8" not in link
+    # -luuid in the DLL's line is Windows' COM interface ids, which Tk links
+    uuid_links = next(p for p in parts if p.name == "_uuid").links
+    assert "-lrpcrt4" in uuid_links and "-luuid" not in uuid_links
 
 
 def test_the_builtin_table_gains_each_extension(pcbuild, extensions):

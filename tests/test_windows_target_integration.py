@@ -16,7 +16,6 @@ import re
 import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pefile
@@ -25,7 +24,7 @@ import pytest
 from pyfreight import toolchain
 from pyfreight.container.images import ensure_images
 from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.container.wine import run_windows_program
+from pyfreight.container.wine import FOLDER, run_windows_program, wine_path
 from pyfreight.cpython.versions import cpython_source
 from pyfreight.deps.recipe_build import ALLOWED_MENTION
 from pyfreight.formats import arfile
@@ -34,6 +33,7 @@ from pyfreight.hashing import file_sha256
 from pyfreight.paths import default_workspace
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import all_targets
+from pyfreight.verify.check_windows import WINE_PROCESS_MODULE, write_wine_site
 from pyfreight.verify.pe_rules import check_pe_tree
 from pyfreight.verify.test_suite import load_test_suite
 from tests.conftest import pyfreight_cli
@@ -45,9 +45,11 @@ SMOKE = Path(__file__).parent / "windows" / "deps_smoke.c"
 COFF_AMD64 = b"\x64\x86"  # IMAGE_FILE_MACHINE_AMD64, little-endian, a COFF object's first bytes
 # What the smoke program links: every library the Windows recipes make, then the
 # Windows libraries OpenSSL needs.
-LIBRARIES = "-lz -lbz2 -llzma -lzstd -lsqlite3 -lexpat -lmpdec -lffi -lssl -lcrypto"
-LIBRARIES += " -lws2_32 -lcrypt32 -ladvapi32 -luser32"
-STATIC_DEFINES = "-DLZMA_API_STATIC -DXML_STATIC -DFFI_STATIC_BUILD"
+LIBRARIES = "-ltk86 -ltkstub86 -ltcl86 -ltclstub86 -lz -lbz2 -llzma -lzstd -lsqlite3 -lexpat -lmpdec -lffi"
+LIBRARIES += " -lssl -lcrypto -lws2_32 -lcrypt32 -ladvapi32 -luser32"
+# ... and those Tcl and Tk need (windows/projects.yaml, builtin_extensions.static._tkinter)
+LIBRARIES += " -lnetapi32 -luserenv -lgdi32 -lcomdlg32 -limm32 -lcomctl32 -luuid -lole32 -loleaut32 -lshell32"
+STATIC_DEFINES = "-DLZMA_API_STATIC -DXML_STATIC -DFFI_STATIC_BUILD -DSTATIC_BUILD"
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +132,7 @@ def test_a_program_linked_against_every_dependency_runs_under_wine(windows_deps,
     # SHA-256 of "abc" (FIPS 180-2, appendix B.1)
     sha_abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     assert lines["openssl"] == f"{versions['openssl']} {sha_abc}"
+    assert lines["tcl"] == f"42 {versions['tcl']} 1"
 
 
 @pytest.fixture(scope="module")
@@ -397,8 +400,8 @@ WHEELS = {"markupsafe": "3.0.4", "numpy": "2.5.5"}
 
 @pytest.fixture(scope="module")
 def pypi_wheels(tmp_path_factory) -> Path:
-    """The win_amd64 wheels, fetched on the host by pip from the index it is configured
-    with, unpacked into one folder as pip would install them."""
+    """A folder holding downloads/: the win_amd64 wheels, fetched on the host by pip from
+    the index it is configured with."""
     folder = tmp_path_factory.mktemp("wheels")
     minor = cpython_source(None).minor
     tag = minor.replace(".", "")
@@ -408,35 +411,55 @@ def pypi_wheels(tmp_path_factory) -> Path:
          "--dest", str(folder / "downloads"), *(f"{n}=={v}" for n, v in WHEELS.items())],
         check=True, timeout=600,
     )  # fmt: skip
-    site = folder / "site"
-    for wheel in sorted((folder / "downloads").glob("*.whl")):
-        with zipfile.ZipFile(wheel) as archive:
-            archive.extractall(site)
-    for path in (folder, site, *site.rglob("*")):
-        path.chmod(0o755 if path.is_dir() else 0o644)  # Wine's user reads them
     return folder
 
 
-def test_pypis_own_msvc_built_extension_modules_load_under_wine(windows_archives, pypi_wheels):
-    """markupsafe's compiled speedups (a .cp314-win_amd64.pyd built by MSVC) import into
-    our clang-built python314.dll, from the unpacked install_only archive, and run.
-    numpy gets as far as calling crealf in the UCRT, which Wine (8.0, and 10.0 too) does
-    not implement: a limit of Wine, named here so that the test says when a Wine update
-    lifts it."""
-    extract(windows_archives["install_only.tar.gz"], pypi_wheels)  # as users unpack it: python/
-    (pypi_wheels / "wheels.py").write_text(
-        "import sys\n"
-        "sys.path.insert(0, 'site')\n"
-        "import markupsafe, markupsafe._speedups as speedups\n"
-        "print(markupsafe.escape('<a>&'), speedups.__file__.rsplit(chr(92), 1)[-1], flush=True)\n"
-        "import numpy\n"
-        "print(numpy.linalg.inv(numpy.array([[2.0, 1.0], [1.0, 3.0]])).round(2).tolist())\n"
-    )
+# Run under Wine by the unpacked install_only archive's python.exe: a venv, pip
+# installing PyPI's wheels into it from downloads/ (no network), then their code.
+VENV_WITH_PYPI_WHEELS = """
+import os, subprocess, sys
+subprocess.run([sys.executable, "-m", "venv", "--without-pip", "env"], check=True)
+python = os.path.join("env", "Scripts", "python.exe")
+# what venv runs next, with this run's PYTHONPATH (venv would leave it out)
+subprocess.run([python, "-m", "ensurepip", "--upgrade", "--default-pip"], check=True)
+pip = [python, "-m", "pip", "--disable-pip-version-check"]
+install = ["install", "--no-index", "--find-links", "downloads", "--quiet", *sys.argv[1:]]
+subprocess.run([*pip, *install], check=True)
+listed = subprocess.run([*pip, "list", "--format", "freeze"], capture_output=True, text=True)
+print(listed.stdout, flush=True)
+subprocess.run([python, "-c", "import os, sys, markupsafe, markupsafe._speedups as speedups; print("
+                "markupsafe.escape('<a>&'), os.path.relpath(speedups.__file__, sys.prefix))"], check=True)
+subprocess.run([python, "-c", "import numpy; "
+                "print(numpy.linalg.inv(numpy.array([[2.0, 1.0], [1.0, 3.0]])).round(2).tolist())"])
+"""
+
+
+def test_pypis_own_wheels_install_with_pip_in_a_venv_and_run_under_wine(windows_archives, pypi_wheels):
+    """`python -m venv` (its ensurepip step run apart, so that it keeps the run's
+    PYTHONPATH), then pip installs markupsafe's and numpy's win_amd64 wheels (built by
+    their authors with MSVC) into it, from the unpacked install_only archive, under Wine:
+    every process of the run adapted to Wine's missing CopyFile2
+    (in_container/wine_process.py, as check-install's runs are). markupsafe's compiled
+    speedups import into our clang-built python314.dll and run. numpy gets as far as
+    calling crealf in the UCRT, which Wine (8.0, and 10.0 too) does not implement: a limit
+    of Wine, named here so that the test says when a Wine update lifts it."""
+    work = pypi_wheels / "run"
+    work.mkdir()
+    shutil.copytree(pypi_wheels / "downloads", work / "downloads")
+    extract(windows_archives["install_only.tar.gz"], work)  # as users unpack it: python/
+    (work / "venv_wheels.py").write_text(VENV_WITH_PYPI_WHEELS)
+    site = write_wine_site(work, WINE_PROCESS_MODULE)
+    for path in (work, *work.rglob("*")):
+        path.chmod(0o777 if path.is_dir() else 0o755)  # Wine's user makes the venv here
     result = run_windows_program(
-        WINDOWS, default_workspace(), pypi_wheels, "python/python.exe", ["wheels.py"], check=False
-    )
+        WINDOWS, default_workspace(), work, "python/python.exe", ["venv_wheels.py", *WHEELS],
+        check=False, writable=True, env={"PYTHONPATH": wine_path(FOLDER, site.name)},
+    )  # fmt: skip
     lines = result.stdout.splitlines()
-    assert "&lt;a&gt;&amp; _speedups.cp314-win_amd64.pyd" in lines, result.stdout[-2000:]
+    output = result.stdout + result.stderr
+    assert {f"{name}=={version}" for name, version in WHEELS.items()} <= set(lines), output
+    # the compiled module, from the venv's site-packages
+    assert "&lt;a&gt;&amp; Lib\\site-packages\\markupsafe\\_speedups.cp314-win_amd64.pyd" in lines, output
     assert "unimplemented function ucrtbase.dll.crealf" in result.stdout + result.stderr
 
 

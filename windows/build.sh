@@ -77,6 +77,11 @@ install -m 0755 venvlauncher.exe venvwlauncher.exe "$INSTALL_DIR/Lib/venv/script
 native PYTHONPATH="$source_dir/../native/Modules" "$source_dir/../native/python" -Wi -m compileall -q -o 0 -o 1 -o 2 -j1 \
   --invalidation-mode checked-hash -s "$INSTALL_DIR" -x 'bad_coding|badsyntax|site-packages' \
   "$INSTALL_DIR/Lib"
+# Tcl's and Tk's script libraries where _tkinter looks for them, tcl\tcl8.6 below the
+# prefix (Tk finds tk8.6 beside it), with Tcl's modules (tcl8), as Windows' installer
+# lays them out.
+install -d "$INSTALL_DIR/tcl"
+cp -R "$PREFIX/lib/tcl8.6" "$PREFIX/lib/tk8.6" "$PREFIX/lib/tcl8" "$INSTALL_DIR/tcl/"
 cp -r "$source_dir/Include/." "$INSTALL_DIR/include/"
 cp "$source_dir/PC/pyconfig.h" "$INSTALL_DIR/include/"
 cp "$source_dir/LICENSE" "$INSTALL_DIR/LICENSE.txt"

@@ -152,6 +152,7 @@ def describe(
     object_format: str,
     glibc_max: tuple[int, ...] | None,
     cpython_license_path: str,
+    tcl_folder: str,
     tcl_paths: list[str],
     run_tests: str,
 ) -> dict:
@@ -231,7 +232,7 @@ def describe(
     if not windows:
         document["python_stdlib_platform_config"] = _relative(config["LIBPL"], prefix, tree)
     if tcl_paths:  # the Tcl/Tk script libraries tkinter needs, when the build has it
-        document["tcl_library_path"] = "install/lib"
+        document["tcl_library_path"] = f"install/{tcl_folder}"
         document["tcl_library_paths"] = tcl_paths
     problems = schema_errors(document)
     if problems:

@@ -42,6 +42,7 @@ from pyfreight.cpython.build import CPythonBuild, build_cpython
 from pyfreight.cpython.buildinfo import read_build_info
 from pyfreight.cpython.layout import installed_python_name, layout_for
 from pyfreight.cpython.spec import BuildSpec
+from pyfreight.deps.graph import for_os
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_elf_facts
 from pyfreight.formats.tarball import extract, newest_mtime, read_member, walk_sorted, write_tar
@@ -291,7 +292,8 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
             object_format=object_file_format(objects / info.core_objs[0]),
             glibc_max=glibc,
             cpython_license_path="licenses/cpython/LICENSE.txt",
-            tcl_paths=sorted(p.name for p in (tree / "lib").glob("t[ck]*[0-9].[0-9]*") if p.is_dir()),
+            tcl_folder=layout_for(target).tcl_folder,
+            tcl_paths=layout_for(target).tcl_libraries(tree),
             run_tests="build/run_tests.py",
         )
         python_json = scratch / "PYTHON.json"
@@ -343,7 +345,7 @@ def _sbom(
 ) -> dict:
     """The CycloneDX SBOM: the dependency closure (and a C library linked in), and
     which of it CPython's modules link."""
-    recipes = load_all()
+    recipes = for_os(load_all(), build.spec.target.os, None)
     bundled = {name: recipes[name] for name in build.dependencies}
     if libc is not None:
         bundled[libc.name] = libc

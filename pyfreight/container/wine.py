@@ -20,6 +20,15 @@ FOLDER = "/work"  # where the folder holding the program is mounted (Wine's Z:\w
 C_DRIVE = "/home/runner/.wine/drive_c"
 
 
+def wine_path(mounted_at: str, relative: str) -> str:
+    """The Windows name of `relative` below a folder mounted at `mounted_at`: Wine shows
+    the container's files on drive Z: (and what is below C_DRIVE on C:)."""
+    unix = f"{mounted_at}/{relative}"
+    if unix.startswith(C_DRIVE + "/"):
+        return "C:" + unix[len(C_DRIVE) :].replace("/", "\\")
+    return "Z:" + unix.replace("/", "\\")
+
+
 def run_windows_program(
     target: Target,
     ws: Workspace,

@@ -20,6 +20,14 @@ class TreeLayout:
     marker: str  # an entry at the top of a tree that only this layout has
     # the stdlib's test package below an install_only archive's python/ folder
     test_package: re.Pattern[str]
+    # the folder holding Tcl's and Tk's script libraries (tcl8.6, tk8.6), where _tkinter
+    # looks for them: beside the stdlib on Unix, tcl\ below the prefix on Windows
+    tcl_folder: str
+
+    def tcl_libraries(self, tree: Path) -> list[str]:
+        """The Tcl/Tk script library folders of the tree's tcl_folder, Tcl's modules (tcl8)
+        among them (none: no tkinter)."""
+        return sorted(p.name for p in (tree / self.tcl_folder).glob("t[ck]*[0-9]*") if p.is_dir())
 
     def stdlib(self, tree: Path) -> str:
         """The stdlib folder, relative to the tree."""
@@ -38,8 +46,8 @@ class TreeLayout:
         return "LICENSE.txt" if self.name == "windows" else f"{self.stdlib(tree)}/LICENSE.txt"
 
 
-UNIX = TreeLayout("unix", "bin", re.compile(r"python/lib/python3[^/]*/test/__init__\.py"))
-WINDOWS = TreeLayout("windows", "python.exe", re.compile(r"python/Lib/test/__init__\.py"))
+UNIX = TreeLayout("unix", "bin", re.compile(r"python/lib/python3[^/]*/test/__init__\.py"), "lib")
+WINDOWS = TreeLayout("windows", "python.exe", re.compile(r"python/Lib/test/__init__\.py"), "tcl")
 LAYOUTS = (UNIX, WINDOWS)
 
 

@@ -105,8 +105,26 @@ def global_properties(target: Target, version: str, inner_source: str) -> dict[s
         "zlibNgDir": f"{toolchain.PREFIX}/include",
         "GeneratedZlibNgDir": f"{toolchain.PREFIX}/include",
         "ExternalsDir": EXTERNALS_DIR,
+        **_tcltk_versions(),
     }
     return dict(load_settings()["msbuild_properties"]) | computed
+
+
+def _tcltk_versions() -> dict[str, str]:
+    """The Tcl/Tk version properties of tcltk.props (MSBuild computes the parts with a
+    property function), of the Tcl and Tk our recipes build."""
+    recipes = load_all()
+    found: dict[str, str] = {}
+    for name, prefix in (("tcl", "Tcl"), ("tk", "Tk")):
+        major, minor, patch = recipes[name].version.split(".")
+        found |= {
+            f"{prefix}Version": f"{major}.{minor}.{patch}.0",
+            f"{prefix}MajorVersion": major,
+            f"{prefix}MinorVersion": minor,
+            f"{prefix}PatchLevel": patch,
+            f"{prefix}Revision": "0",
+        }
+    return found
 
 
 def _inside(item_include: str, inner_source: str) -> str:
@@ -251,16 +269,26 @@ def dll_parts(
     settings = load_settings()
     known = global_properties(target, version, inner_source)
     builtin = tuple(settings["builtin_extensions"]["definitions"])
+    static = settings["builtin_extensions"].get("static", {})
     parts = [
         (name, read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root), (), False)
         for name in settings["dll_projects"]
     ]
-    parts += [(name, project, builtin, True) for name, project in extensions.items()]
+    parts += [
+        (name, project, (*builtin, *static.get(name, {}).get("definitions", ())), True)
+        for name, project in extensions.items()
+    ]
     return [
         DllPart(
             name,
             tuple(compiles(project, inner_source, f"obj/{name}", definitions)),
-            tuple(dict.fromkeys(recipe_links(name, target) + link_libraries(project, target))),
+            tuple(
+                dict.fromkeys(
+                    recipe_links(name, target)
+                    + link_libraries(project, target)
+                    + [f"-l{w}" for w in static.get(name, {}).get("links", ())]
+                )
+            ),
             extension,
         )
         for name, project, definitions, extension in parts

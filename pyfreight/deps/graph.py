@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from graphlib import CycleError, TopologicalSorter
+from types import MappingProxyType
 
 from pyfreight.errors import PyfreightError
 from pyfreight.sources.recipes import Recipe
@@ -12,20 +14,29 @@ from pyfreight.sources.recipes import Recipe
 def check_graph(recipes: Mapping[str, Recipe]) -> None:
     """Fails when a recipe depends on an unknown name or the graph has a cycle."""
     for recipe in recipes.values():
-        unknown = sorted(set(recipe.depends) - set(recipes))
+        unknown = sorted(set(recipe.every_dependency()) - set(recipes))
         if unknown:
             raise PyfreightError(
                 f"recipe {recipe.name} depends on unknown recipe(s) {', '.join(unknown)}; "
                 f"known: {', '.join(sorted(recipes))}"
             )
+    systems = {os for r in recipes.values() for os in (*r.os_depends, *r.unavailable_on)}
     build_order(recipes, recipes)
+    for os_name in sorted(systems):
+        kept = for_os(recipes, os_name, None)
+        build_order(kept, kept)
 
 
 def for_os(recipes: Mapping[str, Recipe], os_name: str, names: Iterable[str] | None) -> dict[str, Recipe]:
     """The recipes built for targets of `os_name` (a target's uv_platform os): all but
-    those whose data says they are unavailable there. Naming one of those is refused with
+    those whose data says they are unavailable there, each depending on what it needs
+    there (`depends` and its `os_depends`). Naming one of those left out is refused with
     its reason; so is a recipe that needs one."""
-    kept = {n: r for n, r in recipes.items() if os_name not in r.unavailable_on}
+    kept = {
+        n: replace(r, depends=r.depends_on(os_name), os_depends=MappingProxyType({}))
+        for n, r in recipes.items()
+        if os_name not in r.unavailable_on
+    }
     for name in names or ():
         if name in recipes and name not in kept:
             raise PyfreightError(
@@ -52,7 +63,7 @@ def closure(recipes: Mapping[str, Recipe], names: Iterable[str]) -> set[str]:
         if name not in recipes:
             raise PyfreightError(f"no recipe named {name!r}; known: {', '.join(sorted(recipes))}")
         wanted.add(name)
-        stack.extend(recipes[name].depends)
+        stack.extend(recipes[name].every_dependency())
     return wanted
 
 
@@ -60,7 +71,7 @@ def build_order(recipes: Mapping[str, Recipe], names: Iterable[str]) -> list[str
     """The closure of `names` with dependencies first; ties broken by name so the
     order is the same on every run."""
     wanted = closure(recipes, names)
-    sorter = TopologicalSorter({n: sorted(recipes[n].depends) for n in sorted(wanted)})
+    sorter = TopologicalSorter({n: sorted(recipes[n].every_dependency()) for n in sorted(wanted)})
     try:
         sorter.prepare()
     except CycleError as exc:

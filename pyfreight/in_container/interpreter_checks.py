@@ -17,8 +17,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the same file, as the package names it
     from pyfreight.in_container.bytecode import bytecode_check
-else:  # run as a script, beside which bytecode.py is copied
+    from pyfreight.in_container.check_wheel import tiny_wheel
+    from pyfreight.in_container.tcl_check import tcl_interpreter_check
+else:  # run as a script, beside which bytecode.py, check_wheel.py, tcl_check.py are copied
     from bytecode import bytecode_check
+    from check_wheel import tiny_wheel
+    from tcl_check import tcl_interpreter_check
 
 # Modules that cannot import on Linux, or must not be imported by a check, and why.
 NOT_IMPORTABLE = {
@@ -309,18 +313,7 @@ def _hashlib() -> None:
 
 @check("tkinter creates a Tcl interpreter and leaves os.environ as it was")
 def _tkinter() -> str:
-    before = dict(os.environ)
-    import tkinter
-
-    tcl = tkinter.Tcl()
-    # Tcl is told where its library is while it starts, not through variables left
-    # behind for every child process to inherit.
-    assert dict(os.environ) == before, sorted(set(os.environ.items()) ^ set(before.items()))
-    assert tcl.eval("expr {6 * 7}") == "42"
-    library = tcl.eval("info library")
-    assert Path(library).is_dir(), library
-    assert Path(library).resolve().is_relative_to(Path(sys.base_prefix).resolve()), library
-    return f"Tcl {tcl.eval('info patchlevel')} at {library}"
+    return tcl_interpreter_check(Path(sys.base_prefix) / "lib" / "tcl8.6")
 
 
 @check("venv with pip")
@@ -342,33 +335,6 @@ def _venv() -> str:
         return out.split(" from ")[0]
 
 
-def _tiny_wheel(folder: Path) -> Path:
-    """A pure-Python wheel written here (the container has no network): a module and a
-    console script."""
-    import base64
-    import hashlib
-    import zipfile
-
-    files = {
-        "pfcheck/__init__.py": "def main():\n    print('pfcheck', __file__)\n",
-        "pfcheck-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: pfcheck\nVersion: 1.0\n",
-        "pfcheck-1.0.dist-info/WHEEL": (
-            "Wheel-Version: 1.0\nGenerator: pyfreight-check\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-        ),
-        "pfcheck-1.0.dist-info/entry_points.txt": "[console_scripts]\npfcheck = pfcheck:main\n",
-    }
-    record = []
-    for name, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        record.append(f"{name},sha256={digest},{len(text.encode())}")
-    files["pfcheck-1.0.dist-info/RECORD"] = "\n".join([*record, "pfcheck-1.0.dist-info/RECORD,,"]) + "\n"
-    wheel = folder / "pfcheck-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as zf:
-        for name, text in files.items():
-            zf.writestr(name, text)
-    return wheel
-
-
 @check("venv through a symlink outside the tree, a venv of it, pip install of a wheel")
 def _venv_through_symlink() -> str:
     tree = Path(sys.base_prefix).resolve()
@@ -378,7 +344,7 @@ def _venv_through_symlink() -> str:
         (root / "bin").mkdir()
         link = root / "bin" / "py"
         link.symlink_to(Path(sys.executable).resolve())
-        wheel = _tiny_wheel(root)
+        wheel = tiny_wheel(root)
         first, second = root / "v1", root / "v2"
         subprocess.run([str(link), "-m", "venv", str(first)], check=True)
         home = (first / "pyvenv.cfg").read_text().split("home = ", 1)[1].splitlines()[0]

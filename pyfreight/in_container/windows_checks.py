@@ -25,8 +25,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the same file, as the package names it
     from pyfreight.in_container.bytecode import bytecode_check
-else:  # run as a script, beside which bytecode.py is copied
+    from pyfreight.in_container.check_wheel import tiny_wheel
+    from pyfreight.in_container.tcl_check import tcl_interpreter_check
+else:  # run as a script, beside which bytecode.py, check_wheel.py, tcl_check.py are copied
     from bytecode import bytecode_check
+    from check_wheel import tiny_wheel
+    from tcl_check import tcl_interpreter_check
 
 # Modules that cannot import on Windows, or must not be imported by a check, and why.
 NOT_IMPORTABLE = {
@@ -51,7 +55,6 @@ NOT_IMPORTABLE = {
     "_posixshmem": "Unix only",
     "_dbm": "not built: no permissively licensed dbm backend",
     "_gdbm": "not built: gdbm is GPL",
-    "_tkinter": "Tcl/Tk's Windows port is not built yet (windows/projects.yaml)",
     "_wmi": "not built: C++ on MSVC's COM support library (windows/projects.yaml)",
     "dbm.gnu": "needs _gdbm (GPL, not built)",
     "dbm.ndbm": "needs _dbm (no permissive backend, not built)",
@@ -65,15 +68,13 @@ NOT_IMPORTABLE = {
     "multiprocessing.popen_spawn_posix": "Unix only",
     "multiprocessing.forkserver": "Unix only",
     "multiprocessing.resource_sharer": "Unix only",
-    "tkinter": "needs _tkinter: Tcl/Tk's Windows port is not built yet (windows/projects.yaml)",
-    "turtle": "needs tkinter",
     "antigravity": "opens a web browser when imported",
     "this": "prints the Zen of Python when imported",
 }
 BUILTIN_REQUIRED = [
     "_ssl", "_hashlib", "_sqlite3", "_lzma", "_bz2", "zlib", "_ctypes", "_socket", "select",
     "pyexpat", "_elementtree", "_decimal", "unicodedata", "_uuid", "_overlapped", "_multiprocessing",
-    "_asyncio", "_queue", "_zoneinfo", "winsound", "nt", "winreg", "_winapi", "msvcrt",
+    "_asyncio", "_queue", "_zoneinfo", "winsound", "nt", "winreg", "_winapi", "msvcrt", "_tkinter",
 ]  # fmt: skip
 TARGET: dict = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
 WINE_LIMITS: dict[str, str] = TARGET.get("limits", {})
@@ -276,6 +277,11 @@ def _misc() -> str:
     return f"libmpdec {decimal.__libmpdec_version__}"
 
 
+@check("tkinter creates a Tcl interpreter and leaves os.environ as it was")
+def _tkinter() -> str:
+    return tcl_interpreter_check(Path(sys.base_prefix) / "tcl" / "tcl8.6")
+
+
 @check("sysconfig: the platform pip chooses wheels by, and no build paths")
 def _sysconfig() -> str:
     import importlib.machinery
@@ -300,18 +306,35 @@ def _getppid() -> str:
     return out.stdout.strip()
 
 
-@check("venv with pip")
+@check("venv with pip installing a local wheel")
 def _venv() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         env = Path(tmp) / "env"
-        made = _python("-m", "venv", str(env))
+        made = _python("-m", "venv", "--without-pip", str(env))
         assert made.returncode == 0, made.stderr.strip().splitlines()[-1:] or made.returncode
-        python = env / "Scripts" / "python.exe"
-        out = subprocess.run(
+        python = env / "Scripts" / "python.exe"  # venvlauncher.exe, copied and renamed
+        # What `python -m venv` runs next, run here: venv starts it without PYTHONPATH,
+        # and so without the Wine adaptation its copies need (wine_process.py).
+        ensured = subprocess.run(
+            [str(python), "-m", "ensurepip", "--upgrade", "--default-pip"],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert ensured.returncode == 0, ensured.stderr[-300:] or ensured.returncode
+        pip = [str(python), "-m", "pip", "install", "--no-index", "--no-deps", "--disable-pip-version-check"]
+        installed = subprocess.run(
+            [*pip, "--quiet", str(tiny_wheel(Path(tmp)))], capture_output=True, text=True, timeout=600
+        )
+        assert installed.returncode == 0, installed.stderr[-300:]
+        # the console script pip made (a launcher .exe) runs the module from the venv
+        script = env / "Scripts" / "pfcheck.exe"
+        ran = subprocess.run([str(script)], capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 0, ran.stderr[-300:]
+        where = Path(ran.stdout.split(" ", 1)[1].strip())
+        assert where.is_relative_to(env / "Lib" / "site-packages"), ran.stdout
+        version = subprocess.run(
             [str(python), "-m", "pip", "--version"], capture_output=True, text=True, timeout=600
         )
-        assert out.returncode == 0, out.stderr[-300:]
-        return out.stdout.split(" from ")[0]
+        return f"{version.stdout.split(' from ')[0]}; pfcheck.exe ran {where.relative_to(env)}"
 
 
 def main() -> int:

@@ -41,12 +41,22 @@ class Recipe:
     version: str
     license: str
     license_files: tuple[str, ...]
-    depends: tuple[str, ...]
+    depends: tuple[str, ...]  # on every operating system
     sources: tuple[Source, ...]
     directory: Path
     purl: str | None = None
     # operating system (a target's uv_platform os) -> why the recipe is not built for it
     unavailable_on: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # operating system -> what its builds need beyond `depends`
+    os_depends: MappingProxyType[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+
+    def depends_on(self, os_name: str) -> tuple[str, ...]:
+        """What a build for `os_name` needs: `depends` and that system's own."""
+        return self.depends + self.os_depends.get(os_name, ())
+
+    def every_dependency(self) -> tuple[str, ...]:
+        """What a build for any operating system may need."""
+        return tuple(dict.fromkeys(self.depends + tuple(d for ds in self.os_depends.values() for d in ds)))
 
     @property
     def build_script(self) -> Path:
@@ -86,6 +96,7 @@ def load_recipe(directory: Path) -> Recipe:
         directory=directory,
         purl=data.get("purl"),
         unavailable_on=MappingProxyType(dict(data.get("unavailable_on", {}))),
+        os_depends=MappingProxyType({k: tuple(v) for k, v in data.get("os_depends", {}).items()}),
     )
 
 

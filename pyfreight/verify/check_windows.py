@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from pyfreight.container.wine import run_windows_program
+from pyfreight.container.wine import FOLDER, run_windows_program, wine_path
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.pe import pe_facts
 from pyfreight.leftovers import owned
@@ -23,8 +23,18 @@ from pyfreight.verify.test_suite import test_suite_command
 
 CHECK_SCRIPT = IN_CONTAINER_DIR / "windows_checks.py"
 BYTECODE_MODULE = IN_CONTAINER_DIR / "bytecode.py"  # the script imports it
+CHECK_WHEEL_MODULE = IN_CONTAINER_DIR / "check_wheel.py"  # and these
+TCL_CHECK_MODULE = IN_CONTAINER_DIR / "tcl_check.py"
 TLS_MATERIAL = IN_CONTAINER_DIR / "tls"
 REGRTEST_SCRIPT = IN_CONTAINER_DIR / "regrtest_wine.py"  # CPython's tests under Wine
+WINE_PROCESS_MODULE = IN_CONTAINER_DIR / "wine_process.py"  # adapts a process to Wine
+# What is copied beside the tree: the checks, what they import, the test runner.
+IN_CONTAINER_SCRIPTS = (
+    CHECK_SCRIPT, BYTECODE_MODULE, CHECK_WHEEL_MODULE, TCL_CHECK_MODULE, REGRTEST_SCRIPT, WINE_PROCESS_MODULE
+)  # fmt: skip
+# The folder of a Wine run's PYTHONPATH holding its sitecustomize.py, which adapts every
+# Python process of the run to Wine (wine_process.py), children included.
+WINE_SITE = "pyfreight-wine-site"
 TREE_FOLDER = "py freight/python"  # unusual on purpose: a space, as check-install's on Linux
 
 
@@ -54,9 +64,10 @@ def check_windows_install(tree: Path, ws: Workspace, tests: str, target: Target)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("check-windows")) as tmp:
         folder = Path(tmp)
         shutil.copytree(tree, folder / TREE_FOLDER, symlinks=True)
-        for script in (CHECK_SCRIPT, BYTECODE_MODULE, REGRTEST_SCRIPT):
+        for script in IN_CONTAINER_SCRIPTS:
             shutil.copy2(script, folder / script.name)
         shutil.copytree(TLS_MATERIAL, folder / TLS_MATERIAL.name)
+        write_wine_site(folder, WINE_PROCESS_MODULE)
         for path in (folder, *folder.rglob("*")):
             if not path.is_symlink():
                 path.chmod(
@@ -70,12 +81,26 @@ def check_windows_install(tree: Path, ws: Workspace, tests: str, target: Target)
             [CHECK_SCRIPT.name, json.dumps(_target_facts(target), sort_keys=True)],
             what="check-install under Wine",
             check=False,
+            env={"PYTHONPATH": wine_path(FOLDER, WINE_SITE)},
         )
         for line in result.stdout.splitlines():
             if line[:4] in ("PASS", "FAIL", "WINE") or line.endswith(" failed"):
                 print(line)
         tests_passed = tests == "none" or _run_test_suite(folder, tree, ws, tests, target)
     return result.ok and not problems and tests_passed
+
+
+def write_wine_site(folder: Path, sitecustomize: Path, beside: tuple[Path, ...] = ()) -> Path:
+    """folder/WINE_SITE: `sitecustomize` as sitecustomize.py, with the modules it imports
+    (`beside`, and wine_process.py) next to it; readable by Wine's user."""
+    site = folder / WINE_SITE
+    site.mkdir()
+    shutil.copy(sitecustomize, site / "sitecustomize.py")
+    for module in {WINE_PROCESS_MODULE, *beside}:
+        shutil.copy(module, site / module.name)
+    for path in (site, *site.iterdir()):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return site
 
 
 def _run_test_suite(folder: Path, tree: Path, ws: Workspace, tests: str, target: Target) -> bool:

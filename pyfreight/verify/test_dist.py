@@ -5,14 +5,13 @@ entry of its PYTHON.json runs too."""
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
 from pyfreight.archives.flavours import recognise
 from pyfreight.container.images import ensure_runtime_image
 from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.container.wine import C_DRIVE, run_windows_program
+from pyfreight.container.wine import C_DRIVE, run_windows_program, wine_path
 from pyfreight.cpython.layout import layout_of
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_target
@@ -22,12 +21,11 @@ from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.python_json import checked_document
 from pyfreight.verify.check_install import check_install
-from pyfreight.verify.check_windows import REGRTEST_SCRIPT, windows_tree_target
+from pyfreight.verify.check_windows import REGRTEST_SCRIPT, WINE_SITE, windows_tree_target, write_wine_site
 
 # What adapts CPython's test harness to Wine (in_container/regrtest_wine.py), on the
 # run's PYTHONPATH as C:\WINE_SITE.
 WINE_SITECUSTOMIZE = IN_CONTAINER_DIR / "wine_sitecustomize.py"
-WINE_SITE = "pyfreight-wine-site"
 MOUNT = "/srv/unpacked dist/python"  # a space, and not where check-install puts trees
 RUN_TESTS_ARGS = ["test_json", "test_zlib"]  # quick: proves the entry point runs the suite
 
@@ -68,10 +66,8 @@ def _run_tests_entry(root: Path, document: dict, tree: Path, ws: Workspace) -> b
     programs run: in its runtime image, or under Wine."""
     windows = windows_tree_target(tree)
     if windows is not None:
-        with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("wine-site")) as site:
-            shutil.copy(REGRTEST_SCRIPT, Path(site) / REGRTEST_SCRIPT.name)
-            shutil.copy(WINE_SITECUSTOMIZE, Path(site) / "sitecustomize.py")
-            Path(site).chmod(0o755)  # Wine's user reads it
+        with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("wine-site")) as folder:
+            site = write_wine_site(Path(folder), WINE_SITECUSTOMIZE, beside=(REGRTEST_SCRIPT,))
             return run_windows_program(
                 windows,
                 ws,
@@ -81,8 +77,8 @@ def _run_tests_entry(root: Path, document: dict, tree: Path, ws: Workspace) -> b
                 what="the run_tests entry under Wine",
                 check=False,
                 output="terminal",
-                mounts=[Mount(Path(site), f"{C_DRIVE}/{WINE_SITE}")],
-                env={"PYTHONPATH": f"C:\\{WINE_SITE}"},
+                mounts=[Mount(site, f"{C_DRIVE}/{WINE_SITE}")],
+                env={"PYTHONPATH": wine_path(C_DRIVE, WINE_SITE)},
             ).ok
     spec = RunSpec(
         image=ensure_runtime_image(ws, tree_target(root / document["python_exe"])),

@@ -1,4 +1,16 @@
 tar xf "$SRC/tk8.6_8.6.18.orig.tar.gz"
+if [ "$TARGET_OS" = windows ]; then
+  # Tk's Windows port (no X11), static like Tcl, against the Tcl of our recipe (its
+  # build folder is gone: the installed headers stand in for Tcl's sources). tk.res.o
+  # holds Tk's cursors and icons, which whatever links Tk statically links too.
+  cd tk8.6.18/win
+  ./configure --host="$CROSS_HOST" --prefix="$PREFIX" --disable-shared --enable-threads --enable-64bit \
+    --with-tcl="$PREFIX/lib"
+  make -j"$JOBS" TCL_GENERIC_DIR="$PREFIX/include" libtk86.a libtkstub86.a tk.res.o
+  install -m 0644 libtk86.a libtkstub86.a tk.res.o "$PREFIX/lib/"
+  make install-libraries
+  exit 0
+fi
 cd tk8.6.18/unix
 # Our X11 is static: anything linked against it (configure's tests, wish) also
 # needs libxcb and libXau.

@@ -1,6 +1,7 @@
 /* Every dependency built for Windows, used for real in one program that runs under
    Wine: a round trip through each compressor, SQL with FTS5 and JSON, an XML parse,
-   decimal arithmetic, a call through libffi and a SHA-256 from OpenSSL. Each line says
+   decimal arithmetic, a call through libffi, a SHA-256 from OpenSSL, and a Tcl
+   interpreter evaluating a script, asked by Tk for its main window (none yet). Each line says
    what was computed, so that the test compares values, not mere success. */
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 #include <mpdecimal.h>
 #include <openssl/evp.h>
 #include <sqlite3.h>
+#include <tcl.h>
+#include <tk.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -123,6 +126,16 @@ static void sha256(void) {
     printf("\n");
 }
 
+static void tcl(void) {
+    Tcl_FindExecutable(NULL);
+    Tcl_Interp *interp = Tcl_CreateInterp();
+    Tcl_Eval(interp, "expr {6 * 7}");
+    printf("tcl %s", Tcl_GetStringResult(interp));
+    Tcl_Eval(interp, "info patchlevel");
+    printf(" %s %d\n", Tcl_GetStringResult(interp), Tk_MainWindow(interp) == NULL);
+    Tcl_DeleteInterp(interp);
+}
+
 int main(void) {
     printf("zlib %s %d\n", zlibVersion(), zlib_round_trip());
     printf("bzip2 %d\n", bzip2_round_trip());
@@ -133,5 +146,6 @@ int main(void) {
     decimal();
     printf("libffi %lld\n", ffi_add());
     sha256();
+    tcl();
     return 0;
 }
