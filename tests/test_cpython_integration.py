@@ -61,6 +61,7 @@ def test_layout_and_artifact(build):
         "share/terminfo",
         "lib/tcl8.6/init.tcl",
         "lib/tk8.6/tk.tcl",
+        "lib/tcl8/8.5/msgcat-1.6.1.tm",  # Tcl's modules, which Tk's dialogs use
         "bin/pip3",
     ):
         assert (tree / path).exists(), path

@@ -182,12 +182,12 @@ print(json.dumps({
     "platform_tag": __import__("sysconfig").get_platform(),
     "extension_suffixes": __import__("importlib.machinery").machinery.EXTENSION_SUFFIXES,
     "builtins": len(sys.builtin_module_names),
+    "tcl": __import__("tkinter").Tcl().eval("info patchlevel"),
     "failed": failed,
 }))
 """
-# What does not import, each with why: not Windows modules at all, or not built yet.
+# What does not import, each with why: not Windows modules at all.
 NOT_ON_WINDOWS = {"curses", "pty", "tty", "_ios_support"}  # _curses/termios/ObjC: Unix or Apple only
-NOT_YET = {"tkinter", "turtle"}  # Tcl/Tk's Windows port is not built yet (windows/projects.yaml)
 
 
 def test_the_interpreter_runs_under_wine_from_any_folder(windows_tree, tmp_path):
@@ -216,7 +216,8 @@ def test_the_interpreter_runs_under_wine_from_any_folder(windows_tree, tmp_path)
     # what pip chooses wheels by, and the file names PyPI's win_amd64 wheels ship
     assert found["platform_tag"] == "win-amd64"
     assert found["extension_suffixes"] == [".cp314-win_amd64.pyd", ".pyd"]
-    assert set(found["failed"]) == NOT_ON_WINDOWS | NOT_YET, found["failed"]
+    assert found["tcl"] == recipes["tcl"].version  # tkinter's Tcl, ours, built into the DLL
+    assert set(found["failed"]) == NOT_ON_WINDOWS, found["failed"]
 
 
 @pytest.fixture(scope="module")
@@ -255,7 +256,12 @@ def test_the_full_archive_tells_packers_how_the_windows_interpreter_is_linked(wi
     assert ssl["in_core"] is False and ssl["objs"] == ["build/obj/_ssl/Modules/_ssl.o"]
     assert {"name": "ssl", "path_static": "build/lib/libssl.a"} in ssl["links"]
     assert ssl["licenses"] == ["Apache-2.0"] and ssl["license_paths"]
-    assert info["extensions"]["winreg"][0]["in_core"] is True and "_tkinter" not in info["extensions"]
+    assert info["extensions"]["winreg"][0]["in_core"] is True
+    (tkinter,) = info["extensions"]["_tkinter"]  # static Tcl and Tk, and what they link
+    assert {"name": "tcl86", "path_static": "build/lib/libtcl86.a"} in tkinter["links"]
+    assert {"name": "comctl32", "system": True} in tkinter["links"]
+    assert document["tcl_library_path"] == "install/tcl"
+    assert document["tcl_library_paths"] == ["tcl8", "tcl8.6", "tk8.6"]
     objects = [n for n in member_names(full) if n.startswith("python/build/obj/") and n.endswith(".o")]
     assert len(objects) > 250
     assert read_member(full, "python/" + ssl["objs"][0])[:2] == b"\x64\x86"  # COFF, AMD64
