@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyfreight.deps.graph import build_order, check_graph, closure
+from pyfreight.deps.graph import build_order, check_graph, closure, for_os
 from pyfreight.errors import PyfreightError
 from pyfreight.sources.recipes import load_all
 from tests.conftest import write_recipe
@@ -36,3 +36,23 @@ def test_unknown_requested_name(tmp_path):
     recipes = recipes_from(tmp_path, {"a": []})
     with pytest.raises(PyfreightError, match="no recipe named 'zzz'"):
         build_order(recipes, ["zzz"])
+
+
+def test_a_dependency_of_one_system_only_is_that_systems(tmp_path):
+    """tk needs libx11 on Linux only (os_depends): Linux builds order libx11 first,
+    Windows builds, where libx11 is not built, still build tk; the full graph knows both."""
+    write_recipe(tmp_path, "tcl")
+    write_recipe(tmp_path, "libx11", unavailable_on={"windows": "the X Window System is Unix's"})
+    write_recipe(tmp_path, "tk", depends=["tcl"], os_depends={"linux": ["libx11"]})
+    recipes = load_all(tmp_path)
+    check_graph(recipes)
+    linux, windows = for_os(recipes, "linux", None), for_os(recipes, "windows", None)
+    assert linux["tk"].depends == ("tcl", "libx11") and build_order(linux, ["tk"]) == ["libx11", "tcl", "tk"]
+    assert windows["tk"].depends == ("tcl",) and build_order(windows, ["tk"]) == ["tcl", "tk"]
+    assert "libx11" not in windows and closure(recipes, ["tk"]) == {"tcl", "tk", "libx11"}
+
+
+def test_an_unknown_dependency_of_one_system_is_named(tmp_path):
+    write_recipe(tmp_path, "tk", os_depends={"linux": ["nosuch"]})
+    with pytest.raises(PyfreightError, match=r"tk depends on unknown recipe.*nosuch"):
+        check_graph(load_all(tmp_path))
