@@ -33,6 +33,7 @@ class Target:
     debian_architecture: str  # of the sysroot's packages and of the runtime image
     sysroot: MappingProxyType[str, Any]  # Debian: suite, variant, pinned packages, kept paths
     zig: Source | None  # the pinned zig that is the whole sysroot (and compiler), if it is
+    zig_llvm: str | None  # the LLVM major version of that zig's clang (its LTO objects' bitcode)
     control_flow_cflags: str  # the compiler flags of the target's control-flow protection ("": none)
     compiler_flags: str  # of every compile and link, in $CC and $CXX (e.g. the compiler runtime)
     elf_machine: str | None  # pyelftools' e_machine name, for a target of ELF files
@@ -54,7 +55,7 @@ class Target:
     cpython_ldflags: str  # build-only flags of CPython's own links
     cpython_build: str  # "configure" or "visual-studio-projects": how CPython is built for it
     unfinished: MappingProxyType[str, str]  # step ("archives", "check_install") -> why not yet
-    unavailable_options: MappingProxyType[str, str]  # "pgo"/"lto" -> why the target cannot have it
+    unavailable_options: MappingProxyType[str, str]  # "pgo"/"lto"/a modifier -> why the target cannot have it
     unavailable_versions: MappingProxyType[str, str]  # CPython minor ("3.13") -> why it is not built
     release_options: tuple[str, ...]  # the builds a release carries for this target
     cross_cc: str | None  # a compiler here that links for the target (embed --cc)
@@ -125,6 +126,7 @@ class Target:
             debian_architecture=data["debian_architecture"],
             sysroot=MappingProxyType(dict(data["sysroot"])),
             zig=None if zig is None else _wheel_source(zig),
+            zig_llvm=None if zig is None else str(zig["llvm"]),
             control_flow_cflags=data.get("control_flow_cflags", ""),
             compiler_flags=data.get("compiler_flags", ""),
             elf_machine=elf.get("machine"),

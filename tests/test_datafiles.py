@@ -402,3 +402,13 @@ def test_reading_a_data_file_leaves_the_iri_grammars_uncompiled_until_a_check_ne
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False", "True", "True"]
+
+
+def test_a_target_may_refuse_each_option_feature_and_each_modifier_options_py_knows():
+    """target.schema.json's unavailable_options names exactly what spec.check_target_has
+    looks up: the four option features and every modifier of cpython/options.py."""
+    from pyfreight.cpython.options import MODIFIERS
+
+    schema = json.loads((SCHEMA_DIR / "target.schema.json").read_text())
+    names = schema["properties"]["unavailable_options"]["propertyNames"]["enum"]
+    assert sorted(names) == sorted(["pgo", "lto", "debug", "freethreaded", *MODIFIERS])

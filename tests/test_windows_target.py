@@ -68,19 +68,54 @@ def test_naming_an_unavailable_recipe_is_one_line_with_the_reason():
     assert proc.stderr.strip().splitlines() == [f"error: recipe ncurses is not built for windows: {reason}"]
 
 
-@pytest.mark.parametrize("options", ["pgo+lto", "lto", "debug", "freethreaded+noopt"])
-def test_a_build_the_target_cannot_have_is_refused_with_the_datas_reason(options):
+@pytest.mark.parametrize(
+    ("options", "refusal"),
+    [
+        ("pgo+lto", "pgo"),
+        ("debug", "debug"),
+        ("freethreaded+noopt", "freethreaded"),
+        ("lto+pie", "pie"),
+        ("noopt+ssp", "ssp"),
+        ("lto+nocet", "nocet"),
+    ],
+)
+def test_a_build_the_target_cannot_have_is_refused_with_the_datas_reason(options, refusal):
     proc = pyfreight_cli("build", "--target", WINDOWS.make_name, "--options", options)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    [line] = proc.stderr.strip().splitlines()
-    assert line.startswith(f"error: {WINDOWS.triple} cannot be built {options}: ")
+    reason = " ".join(WINDOWS.unavailable_options[refusal].split())
+    expected = f"error: {WINDOWS.triple} cannot be built {options}: {reason}"
+    assert proc.stderr.strip().splitlines() == [expected]
+
+
+def test_lto_compiles_cpython_to_the_pinned_zigs_bitcode_and_says_which_llvm():
+    """lto and lto+fulllto are built: CPython's own objects get -flto (its dependencies do
+    not), and PYTHON.json names the bitcode by the LLVM of the target's zig."""
+    from pyfreight.cpython.options import BuildOptions
+    from pyfreight.cpython.windows_projects import optimization_flags
+
+    assert optimization_flags(BuildOptions.parse("noopt"), WINDOWS) == ""
+    assert optimization_flags(BuildOptions.parse("lto"), WINDOWS) == "-flto=thin"
+    assert optimization_flags(BuildOptions.parse("lto+fulllto"), WINDOWS) == "-flto=full"
+    assert "lto" not in WINDOWS.unavailable_options and WINDOWS.zig_llvm == "22"
+    assert "-flto" not in build_environment(WINDOWS, jobs=1, source_date_epoch=0)["CFLAGS"]
+
+
+def test_bitcode_objects_are_named_by_the_llvm_that_compiled_them(tmp_path):
+    from pyfreight import toolchain
+    from pyfreight.archives.describe import object_file_format
+
+    bitcode = tmp_path / "x.o"
+    bitcode.write_bytes(b"BC\xc0\xde" + bytes(60))
+    linux = next(t for t in all_targets().values() if t.is_default)
+    assert object_file_format(bitcode, WINDOWS) == "llvm-bitcode:22"
+    assert object_file_format(bitcode, linux) == f"llvm-bitcode:{toolchain.LLVM}"
 
 
 def test_the_release_matrix_has_the_windows_builds_of_the_versions_it_is_made_for():
     """`pyfreight matrix` lists the Windows target's release options for the versions its
     data does not refuse; a refused version is one line with the data's reason."""
     built = {(e.spec.minor, str(e.spec.options)) for e in release_matrix() if e.spec.target == WINDOWS}
-    assert built == {("3.14", "noopt")}
+    assert built == {("3.14", "noopt"), ("3.14", "lto")}
     proc = pyfreight_cli("matrix")
     assert proc.returncode == 0, proc.stderr
     assert re.search(

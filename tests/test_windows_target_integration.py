@@ -553,3 +553,40 @@ def test_check_install_fails_a_tree_missing_python3_dll(windows_tree, tmp_path):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     failed = r"^FAIL  ctypes calls a Windows API and the interpreter's own C API\s"
     assert re.search(failed, proc.stdout, re.M), proc.stdout[-3000:]
+
+
+def test_make_windows_lto_builds_checks_and_writes_archives_of_zigs_bitcode(tmp_path):
+    """`make windows-x86_64-lto` (docs/targets.md): CPython's objects compiled to the
+    pinned zig's LLVM bitcode and linked with link-time optimization; check-install and
+    the test subset pass under Wine; the three archives validate; PYTHON.json names the
+    bitcode's LLVM; embed, which cannot read that bitcode's symbols with this machine's
+    LLVM, says so in one line and points to the noopt archive."""
+    dist = tmp_path / "dist"
+    proc = subprocess.run(
+        ["make", f"{WINDOWS.make_name}-lto"], cwd=REPO, capture_output=True, text=True, timeout=3600,
+        env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    tree = Path(re.findall(r"^install tree: (\S+)$", proc.stdout, re.M)[-1])
+    if "check-install: passed before with the same inputs" in proc.stderr:
+        proc = pyfreight_cli("check-install", tree, "--tests", "none")  # what it prints, from itself
+    passed = r"^\d+ passed, 0 failed only under Wine, 0 failed$"
+    assert re.search(passed, proc.stdout, re.M), proc.stdout[-3000:]
+    archives = {p.name.rsplit("-", 1)[-1]: p for p in dist.iterdir()}
+    assert set(archives) == {"full.tar.zst", "install_only.tar.gz", "install_only_stripped.tar.gz"}
+    assert all("-windows-gnullvm-lto-" in p.name for p in archives.values())
+    for archive in archives.values():
+        checked = pyfreight_cli("validate", archive)
+        assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+    document = json.loads(read_member(archives["full.tar.zst"], "python/PYTHON.json"))
+    assert document["build_info"]["object_file_format"] == f"llvm-bitcode:{WINDOWS.zig_llvm}"
+    assert document["build_options"] == "lto"
+    core = document["build_info"]["core"]["objs"][0]
+    assert read_member(archives["full.tar.zst"], f"python/{core}")[:4] == b"BC\xc0\xde"
+    refused = pyfreight_cli("embed", archives["full.tar.zst"], "-o", tmp_path / "python.exe")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert (
+        refused.stderr.strip()
+        .splitlines()[-1]
+        .endswith("or embed from the noopt archive of the same release, whose objects are COFF.")
+    ), refused.stderr

@@ -3,7 +3,16 @@
 # PCbuild/*.vcxproj, compiles and links; this script does what the projects' own build
 # steps would (the frozen modules), runs it, and lays the tree out in $INSTALL_DIR as
 # Windows users know it: python.exe at the top, Lib/, DLLs/, include/, libs/.
-# Inputs from the driver: PY_TARBALL, PY_TOPDIR, FROZEN_DIR and the toolchain variables.
+# Inputs from the driver: PY_TARBALL, PY_TOPDIR, FROZEN_DIR, CPYTHON_CFLAGS (the build
+# option's: -flto=thin for lto), COMPILER_LLVM and the toolchain variables.
+
+# LTO objects are the compiler's LLVM bitcode, and PYTHON.json says which LLVM from the
+# target file (sysroot.zig.llvm): the compiler must be that one.
+llvm=$($CC --version | sed -n 's/^clang version \([0-9]*\)\..*/\1/p')
+if [ "$llvm" != "$COMPILER_LLVM" ]; then
+  echo "the compiler is LLVM ${llvm:-?}, but the target file says $COMPILER_LLVM (sysroot.zig.llvm): correct it" >&2
+  exit 1
+fi
 tar xf "$SRC/$PY_TARBALL"
 cd "$PY_TOPDIR"
 source_dir="$PWD"
@@ -56,7 +65,7 @@ done
 mkdir -p ../windows-build
 cd ../windows-build
 make -f "$RECIPE_DIR/windows.mk" -j"$JOBS" BUILD_DATE="$build_date" BUILD_TIME="$build_time" \
-  CFLAGS="$CFLAGS -idirafter $header_case"
+  CFLAGS="$CFLAGS $CPYTHON_CFLAGS -idirafter $header_case"
 
 # The tree. The interpreter finds its prefix beside python.exe (Lib/os.py), so the
 # tree runs from any folder.

@@ -48,13 +48,14 @@ class Library:
 SCHEMA_SYSTEM_LIBRARIES = frozenset(schema()["$defs"]["link"]["then"]["properties"]["name"]["enum"])
 
 
-def object_file_format(first_object: Path) -> str:
-    """What the objects are, read from their bytes: ELF, COFF, or LLVM bitcode (LTO)."""
+def object_file_format(first_object: Path, target: Target) -> str:
+    """What the objects are, read from their bytes: ELF, COFF, or LLVM bitcode (LTO) of
+    the LLVM that compiled them (a zig target's own, else the build image's clang)."""
     magic = first_object.read_bytes()[:4]
     if magic == ELF_MAGIC:
         return "elf"
     if magic == BITCODE_MAGIC:
-        return f"llvm-bitcode:{toolchain.LLVM}"
+        return f"llvm-bitcode:{target.zig_llvm or toolchain.LLVM}"
     if magic[:2] in COFF_MACHINES:
         return "coff"
     raise PyfreightError(f"{first_object}: neither ELF, COFF nor LLVM bitcode (magic {magic.hex()})")

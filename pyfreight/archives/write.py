@@ -289,7 +289,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
             tree=tree,
             libraries=libraries,
             required_at_startup=set(facts["startup_modules"]),
-            object_format=object_file_format(objects / info.core_objs[0]),
+            object_format=object_file_format(objects / info.core_objs[0], target),
             glibc_max=glibc,
             cpython_license_path="licenses/cpython/LICENSE.txt",
             tcl_folder=layout_for(target).tcl_folder,

@@ -65,16 +65,18 @@ class BuildSpec:
         if self.minor in self.target.unavailable_versions:
             why = " ".join(self.target.unavailable_versions[self.minor].split())
             raise PyfreightError(f"{triple} is not built for CPython {self.minor}: {why}")
-        features = (
+        features: tuple[tuple[str, bool], ...] = (
             ("pgo", options.pgo),
             ("lto", options.lto),
             ("debug", options.base == "debug"),
             ("freethreaded", options.freethreaded),
         )
+        features += tuple((modifier, True) for modifier in options.modifiers)
         for feature, wanted in features:
             reason = self.target.unavailable_options.get(feature)
             if wanted and reason:
-                raise PyfreightError(f"{triple} cannot be built {options}: {reason}")
+                why = " ".join(reason.split())
+                raise PyfreightError(f"{triple} cannot be built {options}: {why}")
         if options.static and not self.target.static_linking:
             raise PyfreightError(
                 f"{triple} cannot be built {options}: its C library ({self.target.libc}) is not linked "

@@ -406,10 +406,7 @@ def job_inputs(
     """The files and environment of CPython's Windows build job: windows/build.sh and
     the Makefile written from the pinned source's projects (cpython/build.py adds our
     patches, the source and the dependency artifacts)."""
-    if str(options) != "noopt":
-        raise PyfreightError(
-            f"{target.triple} is built noopt only for now (issue 27); {options} is not made yet"
-        )
+    code_flags = optimization_flags(options, target)
     inner_source = f"{toolchain.WORK_DIR}/{src.top_dir}"
     scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=scratch, prefix=owned("pcbuild")) as tmp:
@@ -434,5 +431,21 @@ def job_inputs(
         "PY_TOPDIR": src.top_dir,
         "FROZEN_DIR": FROZEN_DIR,
         "OUTPUT_DIR": OUTPUT_DIR,
+        "CPYTHON_CFLAGS": code_flags,
+        "COMPILER_LLVM": target.zig_llvm or "",
     }
     return files, env
+
+
+def optimization_flags(options: BuildOptions, target: Target) -> str:
+    """The compiler flags of CPython's own code for `options` (its dependencies keep the
+    toolchain's): lto compiles every object to LLVM bitcode, which lld optimizes as a
+    whole when it links python3XX.dll and the programs, ThinLTO unless +fulllto. The
+    projects' Release configuration asks MSVC for the same (WholeProgramOptimization)."""
+    if options.pgo or options.freethreaded or options.base == "debug":
+        # spec.check_target_has refuses these with the target's reasons; a target file
+        # that stops refusing one must not get a build that silently lacks it.
+        raise PyfreightError(f"the Windows build does not make {options} builds ({target.triple})")
+    if not options.lto:
+        return ""
+    return "-flto=full" if options.codegen.full_lto else "-flto=thin"

@@ -96,7 +96,7 @@ def embed(
         pinned = (
             pinned_zig(target, ws) if target.zig is not None and not (cc or os.environ.get("CC")) else None
         )
-        toolchain = find_toolchain(archive.object_file_format, cc, work, pinned)
+        toolchain = find_toolchain(archive.object_file_format, cc, work, pinned, target.binary_format)
         plan = plan_embed(archive, selection, toolchain.nm)
         kept = f"{len(plan.extensions)} extension modules, {len(plan.dropped)} left out"
         say(f"embed: {kept}; {toolchain.describe()}")

@@ -6,7 +6,8 @@ pinned zig (embed/zig.py); binutils' ar and nm read their objects.
 LTO archives hold LLVM bitcode (object_file_format "llvm-bitcode:N"): only an LLVM
 linker of version N or newer can read it, so we link those with ld.lld whatever the
 compiler driver (gcc or clang) is, and archive them with llvm-ar, which indexes
-bitcode symbols."""
+bitcode symbols. A Windows LTO archive is the pinned zig's bitcode and links with that
+same zig (its own lld); llvm-ar and llvm-nm of its LLVM or newer read its symbols."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ class HostToolchain:
     lld_dir: Path | None = None  # a folder holding an `ld.lld` for -B / -fuse-ld=lld
     link_flags: tuple[str, ...] = field(default=())
     object_format: str = "elf"  # "elf", "coff" or "llvm-bitcode:N" (PYTHON.json's)
+    binary_format: str = "elf"  # what it links: "elf" or "pe" (the archive's target's)
     env: dict[str, str] = field(default_factory=dict)  # for every tool run, beside os.environ
     library_names: dict[str, str] = field(default_factory=dict)  # -l names this compiler spells otherwise
 
@@ -83,11 +85,15 @@ def _llvm_tool(name: str, major: str) -> str | None:
 
 
 def find_toolchain(
-    object_file_format: str, cc: str | None, work: Path, pinned: PinnedCompiler | None = None
+    object_file_format: str,
+    cc: str | None,
+    work: Path,
+    pinned: PinnedCompiler | None = None,
+    binary_format: str = "elf",
 ) -> HostToolchain:
-    """The tools to compile, archive and link objects of `object_file_format` on this
-    host. `cc` (or $CC, else the target's `pinned` compiler, else `cc`) is the compiler
-    driver."""
+    """The tools to compile, archive and link objects of `object_file_format` into
+    `binary_format` images on this host. `cc` (or $CC, else the target's `pinned`
+    compiler, else `cc`) is the compiler driver."""
     named = cc or os.environ.get("CC")
     use_pinned = pinned is not None and not named
     command = list(pinned.command) if pinned is not None and use_pinned else shlex.split(named or "cc")
@@ -109,8 +115,32 @@ def find_toolchain(
             ar=ar,
             nm=nm,
             object_format=object_file_format,
+            binary_format=binary_format,
             env=env,
             library_names=dict(pinned.library_names) if pinned is not None and use_pinned else {},
+        )
+    if pinned is not None and use_pinned:
+        # The pinned compiler made this bitcode and links it with its own lld; reading
+        # its symbols takes llvm-nm of the same LLVM or newer (an older one rebuilds the
+        # symbol table from the module and fails on what it does not know).
+        readers = {name: _llvm_tool(name, major) for name in ("llvm-ar", "llvm-nm")}
+        if not readers["llvm-ar"] or not readers["llvm-nm"]:
+            missing = ", ".join(name for name, found in readers.items() if not found)
+            raise PyfreightError(
+                f"this archive's objects are LLVM {major} bitcode (an LTO build, by its pinned zig): "
+                f"reading their symbols needs {missing} of LLVM {major} or newer, which is not "
+                f"installed (apt-get install llvm-{major} where your distribution has it); or embed "
+                "from the noopt archive of the same release, whose objects are COFF."
+            )
+        return HostToolchain(
+            cc=tuple(command),
+            cc_description=description,
+            ar=readers["llvm-ar"],
+            nm=readers["llvm-nm"],
+            object_format=object_file_format,
+            binary_format=binary_format,
+            env=env,
+            library_names=dict(pinned.library_names),
         )
     tools = {name: _llvm_tool(name, major) for name in ("ld.lld", "llvm-ar", "llvm-nm")}
     lld, llvm_ar, llvm_nm = tools["ld.lld"], tools["llvm-ar"], tools["llvm-nm"]

@@ -104,7 +104,7 @@ def link_flags(plan: EmbedPlan, toolchain: HostToolchain) -> list[str]:
         raise PyfreightError(
             f"the archive lacks static libraries its PYTHON.json names: {', '.join(missing)}"
         )
-    if toolchain.object_format == "coff":
+    if toolchain.binary_format == "pe":
         # Windows: lld takes archives in any order and keeps their symbols private to the
         # image unless exported; the image has no symbols (-s), as the archive's own.
         names = toolchain.library_names
@@ -172,7 +172,7 @@ def link_executable(
         *link_flags(plan, linker.toolchain),
         *extra_flags,
     ]
-    if linker.toolchain.object_format == "coff":
+    if linker.toolchain.binary_format == "pe":
         # The C API is dllexport-ed, so the linker also writes an import library; it goes
         # to the work folder, not beside the executable.
         command.append(f"-Wl,--out-implib,{linker.work / 'executable.lib'}")
