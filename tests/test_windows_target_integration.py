@@ -280,6 +280,15 @@ def test_the_windows_archives_validate_and_a_pyd_beside_the_dll_is_named(windows
     proc = pyfreight_cli("validate", broken)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "python/DLLs/_socket.pyd: an extension module as a .pyd" in proc.stdout, proc.stdout
+    # without the stable ABI's forwarder, and with a second interpreter DLL beside the first
+    (unpacked / "python" / "DLLs" / "_socket.pyd").unlink()
+    shutil.move(unpacked / "python" / "python3.dll", unpacked / "python" / "python314t.dll")
+    subprocess.run(["tar", "czf", broken, "-C", unpacked, "python"], check=True)
+    proc = pyfreight_cli("validate", broken)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "python/python3.dll: missing: the stable ABI's forwarder" in proc.stdout, proc.stdout
+    two = "python/python3XX.dll: not exactly one interpreter DLL (python3XXt.dll free-threaded)"
+    assert two in proc.stdout, proc.stdout
 
 
 def test_the_stripped_archive_passes_test_dist_under_wine(windows_archives):
@@ -590,3 +599,50 @@ def test_make_windows_lto_builds_checks_and_writes_archives_of_zigs_bitcode(tmp_
         .splitlines()[-1]
         .endswith("or embed from the noopt archive of the same release, whose objects are COFF.")
     ), refused.stderr
+
+
+def test_make_windows_free_threaded_builds_runs_without_the_gil_and_embeds(tmp_path):
+    """`make windows-x86_64-noopt FREETHREADED=1` (docs/targets.md): the projects built
+    with DisableGil, so python3.14t.exe, python314t.dll, python3t.dll and the t venv
+    launchers, with python.exe and pythonw.exe copies at the top where clients start
+    it; check-install under Wine finds the GIL off and .cp314t modules; the archives
+    validate; a single-file .exe from the full archive runs alone without the GIL."""
+    dist = tmp_path / "dist"
+    proc = subprocess.run(
+        ["make", f"{WINDOWS.make_name}-noopt", "FREETHREADED=1"], cwd=REPO, capture_output=True, text=True,
+        timeout=3600, env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    tree = Path(re.findall(r"^install tree: (\S+)$", proc.stdout, re.M)[-1])
+    top = {p.name for p in tree.iterdir() if p.is_file()}
+    assert {"python.exe", "pythonw.exe", "python3.14t.exe", "pythonw3.14t.exe", "python314t.dll"} <= top
+    assert "python3t.dll" in top and not {"python314.dll", "python3.dll"} & top
+    launchers = {p.name for p in (tree / "Lib" / "venv" / "scripts" / "nt").glob("*.exe")}
+    assert launchers == {"venvlaunchert.exe", "venvwlaunchert.exe"}
+    if "check-install: passed before with the same inputs" in proc.stderr:
+        proc = pyfreight_cli("check-install", tree, "--tests", "none")  # what it prints, from itself
+    free = r"^PASS  a free-threaded build runs without the GIL.*\s+GIL disabled, \.cp314t-win_amd64\.pyd$"
+    assert re.search(free, proc.stdout, re.M), proc.stdout[-3000:]
+    assert re.search(r"^\d+ passed, 0 failed only under Wine, 0 failed$", proc.stdout, re.M), proc.stdout[
+        -3000:
+    ]
+    archives = {p.name.rsplit("-", 1)[-1]: p for p in dist.iterdir()}
+    assert all("-windows-gnullvm-freethreaded+noopt-" in p.name for p in archives.values()), archives
+    for archive in archives.values():
+        checked = pyfreight_cli("validate", archive)
+        assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+    app = tmp_path / "app" / "hello"
+    app.mkdir(parents=True)
+    (app / "__init__.py").write_text(
+        "import json, sys\ndef main():\n    print(json.dumps(sys._is_gil_enabled()))\n"
+    )
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    proc = pyfreight_cli(
+        "embed", archives["full.tar.zst"], "-o", alone / "hello.exe", "--memory-importer",
+        "--app", app.parent, "--main", "hello:main",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    alone.chmod(0o755)
+    result = run_windows_program(WINDOWS, default_workspace(), alone, "hello.exe")
+    assert result.stdout.strip() == "false", result.stdout + result.stderr

@@ -68,16 +68,22 @@ make -f "$RECIPE_DIR/windows.mk" -j"$JOBS" BUILD_DATE="$build_date" BUILD_TIME="
   CFLAGS="$CFLAGS $CPYTHON_CFLAGS -idirafter $header_case"
 
 # The tree. The interpreter finds its prefix beside python.exe (Lib/os.py), so the
-# tree runs from any folder.
-version_dll=$(ls python3?*.dll)
+# tree runs from any folder. Each project's output by its name (a free-threaded build's
+# are python3.14t.exe, python314t.dll, python3t.dll, venvlaunchert.exe).
+output() { make -s -f "$RECIPE_DIR/windows.mk" "print-OUTPUT_$1"; }
 # Scripts/ is where pip puts console scripts (sysconfig's `scripts` path), as the
 # Windows installer lays it out.
 install -d "$INSTALL_DIR/DLLs" "$INSTALL_DIR/libs" "$INSTALL_DIR/include" "$INSTALL_DIR/Scripts"
-install -m 0755 python.exe pythonw.exe "$version_dll" python3.dll "$INSTALL_DIR/"
+install -m 0755 "$(output python)" "$(output pythonw)" "$(output pythoncore)" "$(output python3dll)" "$INSTALL_DIR/"
+# python.exe and pythonw.exe at the top whatever the build, where uv and other clients
+# of these archives start the interpreter: copies of a free-threaded build's programs.
+for program in python pythonw; do
+  [ -e "$INSTALL_DIR/$program.exe" ] || install -m 0755 "$(output "$program")" "$INSTALL_DIR/$program.exe"
+done
 install -m 0644 libs/*.lib "$INSTALL_DIR/libs/"
 cp -r "$source_dir/Lib" "$INSTALL_DIR/Lib"
 # venv copies these into an environment as its python.exe and pythonw.exe.
-install -m 0755 venvlauncher.exe venvwlauncher.exe "$INSTALL_DIR/Lib/venv/scripts/nt/"
+install -m 0755 "$(output venvlauncher)" "$(output venvwlauncher)" "$INSTALL_DIR/Lib/venv/scripts/nt/"
 # The stdlib's bytecode, as `make install` writes it on Unix and Windows' installer at
 # install time: bytecode is the same on every platform, so the native interpreter of
 # this source writes it. In one process (-j1), as on Unix, so the files reproduce;

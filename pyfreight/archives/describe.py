@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pyfreight import toolchain
 from pyfreight.cpython.buildinfo import BuildInfo
+from pyfreight.cpython.layout import windows_interpreter_dll
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.errors import PyfreightError
 from pyfreight.python_json import schema, schema_errors
@@ -103,10 +104,10 @@ def link_entry(word: str, libraries: dict[str, Library], target: Target) -> dict
 
 def _interpreter_dll(tree: Path) -> str:
     """python3XX.dll of a Windows tree (python3.dll only forwards to it)."""
-    found = sorted(p.name for p in tree.glob("python3?*.dll"))
-    if len(found) != 1:
-        raise PyfreightError(f"{tree}: expected one python3XX.dll, found {found or 'none'}")
-    return found[0]
+    found = windows_interpreter_dll(tree)
+    if found is None:
+        raise PyfreightError(f"{tree}: expected one python3XX.dll (or python3XXt.dll) at its top")
+    return found
 
 
 TEST_FOLDERS = frozenset({"test", "tests", "idle_test"})

@@ -46,6 +46,18 @@ class TreeLayout:
         return "LICENSE.txt" if self.name == "windows" else f"{self.stdlib(tree)}/LICENSE.txt"
 
 
+# A Windows tree's interpreter DLL and the stable ABI's forwarder to it: python314.dll
+# and python3.dll, or python314t.dll and python3t.dll for a free-threaded build.
+WINDOWS_INTERPRETER_DLL = re.compile(r"python3\d+t?\.dll")
+WINDOWS_FORWARDER_DLLS = ("python3.dll", "python3t.dll")
+
+
+def windows_interpreter_dll(tree: Path) -> str | None:
+    """The interpreter's DLL at the top of a Windows tree; None when there is not one."""
+    found = sorted(p.name for p in tree.glob("python3*.dll") if WINDOWS_INTERPRETER_DLL.fullmatch(p.name))
+    return found[0] if len(found) == 1 else None
+
+
 UNIX = TreeLayout("unix", "bin", re.compile(r"python/lib/python3[^/]*/test/__init__\.py"), "lib")
 WINDOWS = TreeLayout("windows", "python.exe", re.compile(r"python/Lib/test/__init__\.py"), "tcl")
 LAYOUTS = (UNIX, WINDOWS)

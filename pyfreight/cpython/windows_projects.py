@@ -90,8 +90,12 @@ def read_pcbuild(tarball: Path, top_dir: str, scratch: Path) -> Path:
     return scratch / top_dir
 
 
-def global_properties(target: Target, version: str, inner_source: str) -> dict[str, str]:
-    """msbuild /p: values: the settings' own, and what this build computes."""
+def global_properties(
+    target: Target, version: str, inner_source: str, disable_gil: bool = False
+) -> dict[str, str]:
+    """msbuild /p: values: the settings' own, and what this build computes (DisableGil:
+    a free-threaded build, whose projects name their outputs python3.14t.exe,
+    python314t.dll, python3t.dll and venvlaunchert.exe)."""
     if target.pe_machine not in MSBUILD_PLATFORMS:
         raise PyfreightError(f"{target.triple}: no MSBuild platform for PE machine {target.pe_machine}")
     major, minor = version.split(".")[:2]
@@ -105,6 +109,7 @@ def global_properties(target: Target, version: str, inner_source: str) -> dict[s
         "zlibNgDir": f"{toolchain.PREFIX}/include",
         "GeneratedZlibNgDir": f"{toolchain.PREFIX}/include",
         "ExternalsDir": EXTERNALS_DIR,
+        "DisableGil": "true" if disable_gil else "false",
         **_tcltk_versions(),
     }
     return dict(load_settings()["msbuild_properties"]) | computed
@@ -262,12 +267,17 @@ class DllPart:
 
 
 def dll_parts(
-    pcbuild_root: Path, target: Target, version: str, inner_source: str, extensions: dict[str, Project]
+    pcbuild_root: Path,
+    target: Target,
+    version: str,
+    inner_source: str,
+    extensions: dict[str, Project],
+    disable_gil: bool = False,
 ) -> list[DllPart]:
     """What python3XX.dll is made of, project by project: the Makefile links it, and
     PYTHON.json tells packers (build_info) which objects are the core and which a module."""
     settings = load_settings()
-    known = global_properties(target, version, inner_source)
+    known = global_properties(target, version, inner_source, disable_gil)
     builtin = tuple(settings["builtin_extensions"]["definitions"])
     static = settings["builtin_extensions"].get("static", {})
     parts = [
@@ -325,19 +335,32 @@ def build_info(parts: list[DllPart], config_c: str) -> dict[str, Any]:
 
 
 def makefile(
-    pcbuild_root: Path, target: Target, version: str, inner_source: str, parts: list[DllPart]
+    pcbuild_root: Path,
+    target: Target,
+    version: str,
+    inner_source: str,
+    parts: list[DllPart],
+    disable_gil: bool = False,
 ) -> str:
     """The Makefile of the Windows build: python3XX.dll from `parts`, and the programs."""
     settings = load_settings()
-    known = global_properties(target, version, inner_source)
-    major_minor = "".join(version.split(".")[:2])
-    dll = f"python{major_minor}.dll"
+    known = global_properties(target, version, inner_source, disable_gil)
+    core = read_project(
+        pcbuild_root / "PCbuild" / f"{settings['dll_projects'][0]}.vcxproj", known, pcbuild_root
+    )
+    dll_name = core.property("TargetName")  # python314, or python314t without the GIL
+    if not dll_name:
+        raise PyfreightError(f"{core.path.name} names no TargetName for the interpreter's DLL")
+    dll = f"{dll_name}.dll"
     lines = [
         "# Written by pyfreight/cpython/windows_projects.py from PCbuild/*.vcxproj.",
         "all:",  # written below, once every output is known
         "",
     ]
     made: list[str] = []
+    # Each project's output, by project name: windows/build.sh asks for them (make
+    # print-OUTPUT_python), as a free-threaded build names them otherwise.
+    outputs = {settings["dll_projects"][0]: dll}
     dll_objects: list[str] = []
     static: list[str] = []
     system: list[str] = []
@@ -348,7 +371,7 @@ def makefile(
         static += [w for w in part.links if w in recipe_libraries and w not in static]
         system += [w for w in part.links if w not in recipe_libraries and w not in system]
     libraries = " ".join(toolchain_link_words(static + system))
-    link = f"-Wl,--out-implib,libs/python{major_minor}.lib -L{toolchain.PREFIX}/lib {libraries}"
+    link = f"-Wl,--out-implib,libs/{dll_name}.lib -L{toolchain.PREFIX}/lib {libraries}"
     lines += [
         f"{dll}: {' '.join(dll_objects)}",
         "\t@mkdir -p libs",
@@ -366,10 +389,11 @@ def makefile(
         lines += [
             f"{program}: {dll} {objects}",
             f"\t$(CC) $(LDFLAGS) {LINK_FLAGS} {SUBSYSTEM_FLAGS[subsystem]} -o $@ {objects} "
-            f"libs/python{major_minor}.lib {libraries}",
+            f"libs/{dll_name}.lib {libraries}",
             "",
         ]
         made.append(program)
+        outputs[name] = program
     for name in settings["forwarder_dlls"]:
         project = read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root)
         units = compiles(project, inner_source, f"obj/{name}")
@@ -383,7 +407,10 @@ def makefile(
             "",
         ]
         made.append(forwarder)
+        outputs[name] = forwarder
     lines[1] = f"all: {dll} " + " ".join(made)
+    lines += [f"OUTPUT_{name} = {output}" for name, output in sorted(outputs.items())]
+    lines += ["print-%:", "\t@echo $($*)"]
     return "\n".join(lines) + "\n"
 
 
@@ -411,9 +438,10 @@ def job_inputs(
     scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=scratch, prefix=owned("pcbuild")) as tmp:
         root = read_pcbuild(tarball, src.top_dir, Path(tmp))
-        extensions = builtin_extensions(root, global_properties(target, src.version, inner_source))
-        parts = dll_parts(root, target, src.version, inner_source, extensions)
-        rules = makefile(root, target, src.version, inner_source, parts)
+        free = options.freethreaded
+        extensions = builtin_extensions(root, global_properties(target, src.version, inner_source, free))
+        parts = dll_parts(root, target, src.version, inner_source, extensions, free)
+        rules = makefile(root, target, src.version, inner_source, parts, free)
     original = read_member(tarball, f"{src.top_dir}/{CONFIG_C}").decode()
     config_c = builtin_config(original, list(extensions))
     info = json.dumps(build_info(parts, config_c), indent=1, sort_keys=True) + "\n"
@@ -442,7 +470,7 @@ def optimization_flags(options: BuildOptions, target: Target) -> str:
     toolchain's): lto compiles every object to LLVM bitcode, which lld optimizes as a
     whole when it links python3XX.dll and the programs, ThinLTO unless +fulllto. The
     projects' Release configuration asks MSVC for the same (WholeProgramOptimization)."""
-    if options.pgo or options.freethreaded or options.base == "debug":
+    if options.pgo or options.base == "debug":
         # spec.check_target_has refuses these with the target's reasons; a target file
         # that stops refusing one must not get a build that silently lacks it.
         raise PyfreightError(f"the Windows build does not make {options} builds ({target.triple})")

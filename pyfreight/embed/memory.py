@@ -187,7 +187,11 @@ def link_memory_importer(
     app_c = linker.work / "app.c"
     start = options.main.start_code() if options.main else ""
     app_c.write_text(memimport.app_c(start, application.PACKAGES_SUFFIX if has_packages else ""))
-    cflags = ["-O2", "-fPIE", "-Wall", f"-I{plan.archive.include_dir}"]
+    # The ABI's one definition a compile against the headers must share with the build:
+    # a free-threaded Windows build's pyconfig.h leaves Py_GIL_DISABLED to the compiler's
+    # command line (PYTHON.json has it among the build's own definitions).
+    abi = [f for f in plan.archive.inittab_cflags if f.split("=")[0] == "-DPy_GIL_DISABLED"]
+    cflags = ["-O2", "-fPIE", "-Wall", *abi, f"-I{plan.archive.include_dir}"]
     objects = [linker.compile(app_c, cflags)]
     if options.static_code:
         objects += static_code_objects(plan, linker, blob, cflags)

@@ -255,10 +255,12 @@ def _ctypes() -> str:
     if sys.platform == "win32":  # always here; the guard is for the type checker on Linux
         assert ctypes.windll.kernel32.GetCurrentProcessId() == os.getpid()
     assert ctypes.pythonapi.Py_IsInitialized() == 1
-    # python3.dll, the stable ABI's name, forwards to the running python3XX.dll
-    forwarder = ctypes.PyDLL(os.path.join(sys.base_prefix, "python3.dll"))
+    # python3.dll, the stable ABI's name (python3t.dll free-threaded), forwards to the
+    # running python3XX.dll
+    name = "python3t.dll" if sysconfig.get_config_var("Py_GIL_DISABLED") else "python3.dll"
+    forwarder = ctypes.PyDLL(os.path.join(sys.base_prefix, name))
     assert forwarder.Py_IsInitialized() == 1
-    return "kernel32.GetCurrentProcessId, pythonapi, python3.dll"
+    return f"kernel32.GetCurrentProcessId, pythonapi, {name}"
 
 
 @check("hashlib uses OpenSSL; decimal, uuid, xml")
@@ -275,6 +277,18 @@ def _misc() -> str:
     node = ET.fromstring("<a><b>t</b></a>").find("b")
     assert node is not None and node.text == "t"
     return f"libmpdec {decimal.__libmpdec_version__}"
+
+
+@check("a free-threaded build runs without the GIL, and its modules are tagged so")
+def _free_threading() -> str:
+    import importlib.machinery
+
+    free = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    gil = sys._is_gil_enabled()  # type: ignore[attr-defined]  # 3.13+; only 3.14 is built for Windows
+    assert gil is not free, f"Py_GIL_DISABLED is {free}, yet the GIL is {'on' if gil else 'off'}"
+    tag = importlib.machinery.EXTENSION_SUFFIXES[0]
+    assert tag.startswith(f".cp{sys.version_info[0]}{sys.version_info[1]}{'t' if free else ''}-"), tag
+    return f"GIL disabled, {tag}" if free else f"not a free-threaded build; the GIL is on, {tag}"
 
 
 @check("tkinter creates a Tcl interpreter and leaves os.environ as it was")

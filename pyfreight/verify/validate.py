@@ -16,7 +16,7 @@ from typing import Any
 from pyfreight.archives.describe import crt_features
 from pyfreight.archives.flavours import recognise
 from pyfreight.archives.sbom import sbom_errors
-from pyfreight.cpython.layout import WINDOWS, layout_of
+from pyfreight.cpython.layout import WINDOWS, WINDOWS_FORWARDER_DLLS, layout_of, windows_interpreter_dll
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.cpython.setup_local import load_extension_data
@@ -301,11 +301,22 @@ def _pe_tree(install: Path, prefix: str, target: Target) -> list[Problem]:
     for line in check_pe_tree(install, target)[1]:
         member, _, message = line.partition(": ")
         problems.append(Problem(f"{prefix}/{member}", message))
-    for name in ("python.exe", "pythonw.exe", "python3.dll"):
+    for name in ("python.exe", "pythonw.exe"):
         if not (install / name).is_file():
             problems.append(Problem(f"{prefix}/{name}", "missing"))
-    if not list(install.glob("python3?*.dll")):
-        problems.append(Problem(f"{prefix}/python3XX.dll", "missing: the interpreter's DLL"))
+    if not any((install / name).is_file() for name in WINDOWS_FORWARDER_DLLS):
+        problems.append(
+            Problem(
+                f"{prefix}/python3.dll", "missing: the stable ABI's forwarder (python3t.dll free-threaded)"
+            )
+        )
+    if windows_interpreter_dll(install) is None:
+        problems.append(
+            Problem(
+                f"{prefix}/python3XX.dll",
+                "not exactly one interpreter DLL (python3XXt.dll free-threaded)",
+            )
+        )
     test_only = load_extension_data().test_only
     for path in sorted(install.rglob("*.pyd")):
         if "site-packages" not in path.parts and path.name.split(".")[0] not in test_only:
