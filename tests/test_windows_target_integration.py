@@ -564,6 +564,17 @@ def test_check_install_fails_a_tree_missing_python3_dll(windows_tree, tmp_path):
     assert re.search(failed, proc.stdout, re.M), proc.stdout[-3000:]
 
 
+def _make(goal: str, *variables: str, dist: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`make <windows make name>-GOAL VARIABLE=…` as docs/targets.md writes it, its
+    archives in `dist`: the finished run and the install tree it names."""
+    proc = subprocess.run(
+        ["make", f"{WINDOWS.make_name}-{goal}", *variables], cwd=REPO, capture_output=True, text=True,
+        timeout=3600, env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, Path(re.findall(r"^install tree: (\S+)$", proc.stdout, re.M)[-1])
+
+
 def test_make_windows_lto_builds_checks_and_writes_archives_of_zigs_bitcode(tmp_path):
     """`make windows-x86_64-lto` (docs/targets.md): CPython's objects compiled to the
     pinned zig's LLVM bitcode and linked with link-time optimization; check-install and
@@ -571,12 +582,7 @@ def test_make_windows_lto_builds_checks_and_writes_archives_of_zigs_bitcode(tmp_
     bitcode's LLVM; embed, which cannot read that bitcode's symbols with this machine's
     LLVM, says so in one line and points to the noopt archive."""
     dist = tmp_path / "dist"
-    proc = subprocess.run(
-        ["make", f"{WINDOWS.make_name}-lto"], cwd=REPO, capture_output=True, text=True, timeout=3600,
-        env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    tree = Path(re.findall(r"^install tree: (\S+)$", proc.stdout, re.M)[-1])
+    proc, tree = _make("lto", dist=dist)
     if "check-install: passed before with the same inputs" in proc.stderr:
         proc = pyfreight_cli("check-install", tree, "--tests", "none")  # what it prints, from itself
     passed = r"^\d+ passed, 0 failed only under Wine, 0 failed$"
@@ -608,12 +614,7 @@ def test_make_windows_free_threaded_builds_runs_without_the_gil_and_embeds(tmp_p
     it; check-install under Wine finds the GIL off and .cp314t modules; the archives
     validate; a single-file .exe from the full archive runs alone without the GIL."""
     dist = tmp_path / "dist"
-    proc = subprocess.run(
-        ["make", f"{WINDOWS.make_name}-noopt", "FREETHREADED=1"], cwd=REPO, capture_output=True, text=True,
-        timeout=3600, env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    tree = Path(re.findall(r"^install tree: (\S+)$", proc.stdout, re.M)[-1])
+    proc, tree = _make("noopt", "FREETHREADED=1", dist=dist)
     top = {p.name for p in tree.iterdir() if p.is_file()}
     assert {"python.exe", "pythonw.exe", "python3.14t.exe", "pythonw3.14t.exe", "python314t.dll"} <= top
     assert "python3t.dll" in top and not {"python314.dll", "python3.dll"} & top
@@ -646,3 +647,23 @@ def test_make_windows_free_threaded_builds_runs_without_the_gil_and_embeds(tmp_p
     alone.chmod(0o755)
     result = run_windows_program(WINDOWS, default_workspace(), alone, "hello.exe")
     assert result.stdout.strip() == "false", result.stdout + result.stderr
+
+
+def test_make_windows_builds_cpython_3_15_checked_under_wine(tmp_path):
+    """`make windows-x86_64-noopt CPYTHON=3.15` (docs/targets.md): 3.15's own projects
+    (python3t.dll from its python3tdll project beside python3.dll, _remote_debugging
+    linking ntdll), our patches ported to it; check-install and the test subset pass
+    under Wine; the archives validate."""
+    dist = tmp_path / "dist"
+    proc, tree = _make("noopt", "CPYTHON=3.15", dist=dist)
+    assert {"python315.dll", "python3.dll", "python3t.dll"} <= {p.name for p in tree.iterdir()}
+    if "check-install: passed before with the same inputs" in proc.stderr:
+        proc = pyfreight_cli("check-install", tree)  # what it prints, from itself
+    assert re.search(r"^== Tests result: SUCCESS ==$", proc.stdout, re.M), proc.stdout[-3000:]
+    assert re.search(r"^\d+ passed, 0 failed only under Wine, 0 failed$", proc.stdout, re.M), proc.stdout[
+        -3000:
+    ]
+    archives = sorted(dist.iterdir())
+    assert len(archives) == 3 and all(p.name.startswith("cpython-3.15.") for p in archives), archives
+    checked = pyfreight_cli("validate", *archives)
+    assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]

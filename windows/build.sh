@@ -74,7 +74,8 @@ output() { make -s -f "$RECIPE_DIR/windows.mk" "print-OUTPUT_$1"; }
 # Scripts/ is where pip puts console scripts (sysconfig's `scripts` path), as the
 # Windows installer lays it out.
 install -d "$INSTALL_DIR/DLLs" "$INSTALL_DIR/libs" "$INSTALL_DIR/include" "$INSTALL_DIR/Scripts"
-install -m 0755 "$(output python)" "$(output pythonw)" "$(output pythoncore)" "$(output python3dll)" "$INSTALL_DIR/"
+# shellcheck disable=SC2046  # the forwarders: a list of file names
+install -m 0755 "$(output python)" "$(output pythonw)" "$(output pythoncore)" $(output forwarders) "$INSTALL_DIR/"
 # python.exe and pythonw.exe at the top whatever the build, where uv and other clients
 # of these archives start the interpreter: copies of a free-threaded build's programs.
 for program in python pythonw; do

@@ -50,9 +50,6 @@ FROZEN_DIR = f"{toolchain.WORK_DIR}/frozen/"
 # sources and binaries. Nothing is there here; an item or folder under it is what one
 # of our recipes builds, and is taken from the recipe instead.
 EXTERNALS_DIR = "/externals-of-visual-studio-builds/"
-# The projects that are python3XX.dll itself or its stable-ABI forwarder, which an
-# extension project references for its import library.
-CORE_PROJECTS = frozenset({"pythoncore", "python3dll"})
 # The table of built-in modules, and the markers CPython keeps in it for freeze.
 CONFIG_C = "PC/config.c"
 CONFIG_MARKERS = ("/* -- ADDMODULE MARKER 1 -- */", "/* -- ADDMODULE MARKER 2 -- */")
@@ -76,6 +73,13 @@ class Compile:
 def load_settings() -> dict[str, Any]:
     settings: dict[str, Any] = load_yaml(PROJECTS_FILE, "windows-projects.schema.json")
     return settings
+
+
+def core_projects() -> frozenset[str]:
+    """The projects that are python3XX.dll itself or its stable-ABI forwarders, which an
+    extension project references for their import libraries."""
+    settings = load_settings()
+    return frozenset(settings["dll_projects"]) | frozenset(settings["forwarder_dlls"])
 
 
 def read_pcbuild(tarball: Path, top_dir: str, scratch: Path) -> Path:
@@ -173,7 +177,7 @@ def compiles(
         extra = per_file.get(name, {}).get("flags", [])
         relative = PureWindowsPath(item.include).as_posix().removeprefix("../")
         obj = f"{prefix}/{relative.rsplit('.', 1)[0]}.o"
-        if name == PureWindowsPath(CONFIG_C).name and project.path.stem in CORE_PROJECTS:
+        if name == PureWindowsPath(CONFIG_C).name and project.path.stem in core_projects():
             source = f"{toolchain.RECIPE_DIR}/config.c"  # with the built-in extensions' entries
         found.append(Compile(source, obj, (*defines, *includes, *extra)))
     return found
@@ -227,7 +231,7 @@ def builtin_extensions(pcbuild_root: Path, known: dict[str, str]) -> dict[str, P
         found[name] = project
         for reference in project.items_of("ProjectReference"):
             referenced = PureWindowsPath(reference.include).stem
-            if referenced not in CORE_PROJECTS and referenced not in recipe_projects:
+            if referenced not in core_projects() and referenced not in recipe_projects:
                 pending.append(referenced)
     return dict(sorted(found.items()))
 
@@ -394,7 +398,10 @@ def makefile(
         ]
         made.append(program)
         outputs[name] = program
+    forwarders = []
     for name in settings["forwarder_dlls"]:
+        if not (pcbuild_root / "PCbuild" / f"{name}.vcxproj").is_file():
+            continue  # a forwarder project of another CPython version
         project = read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root)
         units = compiles(project, inner_source, f"obj/{name}")
         lines += _rules(units)
@@ -407,9 +414,10 @@ def makefile(
             "",
         ]
         made.append(forwarder)
-        outputs[name] = forwarder
+        forwarders.append(forwarder)
     lines[1] = f"all: {dll} " + " ".join(made)
     lines += [f"OUTPUT_{name} = {output}" for name, output in sorted(outputs.items())]
+    lines += [f"OUTPUT_forwarders = {' '.join(forwarders)}"]
     lines += ["print-%:", "\t@echo $($*)"]
     return "\n".join(lines) + "\n"
 

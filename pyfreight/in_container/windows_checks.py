@@ -62,6 +62,7 @@ NOT_IMPORTABLE = {
     "_pyrepl.unix_eventqueue": "Unix only",
     "_pyrepl.fancy_termios": "Unix only",
     "_pyrepl._minimal_curses": "Unix only",
+    "profiling.sampling.live_collector": "needs _curses: Unix only (3.15's live profiler view)",
     "asyncio.unix_events": "Unix only",
     "multiprocessing.popen_fork": "Unix only",
     "multiprocessing.popen_forkserver": "Unix only",
@@ -140,8 +141,9 @@ def _imports() -> str:
             continue
         names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     for name in sorted(set(names)):
-        if name in NOT_IMPORTABLE or name.split(".")[0] in NOT_IMPORTABLE:
-            continue
+        dotted = name.split(".")
+        if any(".".join(dotted[:depth]) in NOT_IMPORTABLE for depth in range(1, len(dotted) + 1)):
+            continue  # the module, or a package it is in
         try:
             importlib.import_module(name)
             count += 1
