@@ -12,7 +12,9 @@ for p in "$RECIPE_DIR"/patches/*.patch; do
   patch -p1 --forward --fuzz=0 --no-backup-if-mismatch < "$p"
 done
 cp "$RECIPE_DIR/Setup.local" Modules/Setup.local
-cat "$RECIPE_DIR/tkinter-tcl-library.py" >> Lib/tkinter/__init__.py
+# BUILD_TKINTER (from cpython/extensions.yaml): whether _tkinter is built for this
+# target, and with it Tcl and Tk, whose script libraries the tree then carries.
+if [ -n "$BUILD_TKINTER" ]; then cat "$RECIPE_DIR/tkinter-tcl-library.py" >> Lib/tkinter/__init__.py; fi
 
 # Unversioned LLVM tools (llvm-ar for LTO, llvm-profdata for PGO) are found by
 # configure on PATH.
@@ -52,4 +54,4 @@ if [ -f code.profclangd ]; then cp code.profclangd "$OUTPUT_DIR/pgo.profdata"; f
 # modules, tcl8: msgcat, which Tk's dialogs and `clock format -locale` use, and others).
 mkdir -p "$INSTALL_DIR/share"
 cp -R "$PREFIX/share/terminfo" "$INSTALL_DIR/share/terminfo"
-cp -R "$PREFIX/lib/tcl8.6" "$PREFIX/lib/tk8.6" "$PREFIX/lib/tcl8" "$INSTALL_DIR/lib/"
+if [ -n "$BUILD_TKINTER" ]; then cp -R "$PREFIX/lib/tcl8.6" "$PREFIX/lib/tk8.6" "$PREFIX/lib/tcl8" "$INSTALL_DIR/lib/"; fi

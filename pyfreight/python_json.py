@@ -51,11 +51,13 @@ def schema_errors(document: dict) -> list[str]:
 @dataclass(frozen=True)
 class Link:
     """A library an object needs: one the archive ships (`path_static`, relative to
-    python/) or one of the target's C library (`system`, linked as -lNAME)."""
+    python/), one of the target's C library (`system`, linked as -lNAME), or a macOS
+    framework of the system (`framework`, linked as -framework NAME)."""
 
     name: str
     path_static: str | None
     system: bool
+    framework: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,10 +86,16 @@ class LinkInputs:
     system_libraries: tuple[str, ...]  # as in -lNAME
     inittab: tuple[tuple[str, str | None], ...]  # (module, init function or None)
     licenses: tuple[str, ...]  # of the shipped libraries these extensions link
+    frameworks: tuple[str, ...] = ()  # macOS: as in -framework NAME
 
 
 def _link(entry: dict) -> Link:
-    return Link(name=entry["name"], path_static=entry.get("path_static"), system=bool(entry.get("system")))
+    return Link(
+        name=entry["name"],
+        path_static=entry.get("path_static"),
+        system=bool(entry.get("system")),
+        framework=bool(entry.get("framework")),
+    )
 
 
 def _extension(name: str, entry: dict) -> Extension:
@@ -197,7 +205,7 @@ class Distribution:
         chosen = list(extensions)
         objects = dict.fromkeys([*self.core_objects, *(o for e in chosen for o in e.objs)])
         links = [*self.core_links, *(link for e in chosen for link in e.links)]
-        unknown = [link.name for link in links if not (link.system or link.path_static)]
+        unknown = [link.name for link in links if not (link.system or link.path_static or link.framework)]
         if unknown:
             raise PyfreightError(f"PYTHON.json links neither system nor static: {', '.join(unknown)}")
         static = dict.fromkeys(link.path_static for link in links if link.path_static)
@@ -207,6 +215,7 @@ class Distribution:
             system_libraries=tuple(dict.fromkeys(link.name for link in links if link.system)),
             inittab=tuple((e.name, e.init_fn) for e in chosen),
             licenses=tuple(sorted({lic for e in chosen for lic in e.licenses})),
+            frameworks=tuple(dict.fromkeys(link.name for link in links if link.framework)),
         )
 
     def path(self, relative: str) -> Path:

@@ -8,6 +8,7 @@ target is adding a file (docs/targets.md)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -39,13 +40,17 @@ class Target:
     elf_machine: str | None  # pyelftools' e_machine name, for a target of ELF files
     loader: str | None  # PT_INTERP's file name, for a target of ELF files
     pe_machine: str | None  # the COFF machine name, for a target of PE files
+    macho_cpu: str | None  # the Mach-O CPU type name (ARM64, X86_64), for a target of Mach-O files
+    macos_minimum: tuple[int, int] | None  # the oldest macOS its files may ask for (LC_BUILD_VERSION)
+    code_signature_required: bool  # every Mach-O file carries a valid ad-hoc signature (Apple silicon)
     libc: str  # "glibc", "musl" or "ucrt"
     libc_ceiling: tuple[int, int] | None  # glibc: no shipped ELF file may need a newer version
     static_linking: bool  # the C library can be linked statically (the `static` modifier)
     allowed_needed: frozenset[str]  # libraries a shipped binary may load (DT_NEEDED, PE imports)
     system_libraries: frozenset[str]  # what PYTHON.json's links may name as system libraries
     recipe_env: MappingProxyType[str, str]  # given to every dependency's build.sh
-    runner: str  # how its programs run here: "native", "emulator" or "wine"
+    runner: str  # how its programs run here: "native", "emulator", "wine" or "unavailable"
+    unavailable_reason: str | None  # why its programs cannot run here, for runner "unavailable"
     emulator: str | None  # the binfmt_misc emulator, for runner "emulator"
     emulator_cpu: str | None  # the CPU model the emulator is told (QEMU_CPU)
     wine_packages: MappingProxyType[str, str]  # Debian's Wine, pinned, for runner "wine"
@@ -86,8 +91,40 @@ class Target:
 
     @property
     def binary_format(self) -> str:
-        """ "elf" or "pe": what the target's executables and libraries are."""
-        return "pe" if self.pe_machine is not None else "elf"
+        """ "elf", "pe" or "macho": what the target's executables and libraries are."""
+        if self.pe_machine is not None:
+            return "pe"
+        return "macho" if self.macho_cpu is not None else "elf"
+
+    @property
+    def runs_here(self) -> bool:
+        """Whether this machine can run the target's programs at all (natively, through an
+        emulator or Wine); a macOS build is only checked statically here."""
+        return self.runner != "unavailable"
+
+    def require_running(self, what: str) -> None:
+        """Stops, with the data's reason, when `what` needs the target's programs to run."""
+        if self.unavailable_reason is not None:
+            raise PyfreightError(f"{what}: {self.triple}: {' '.join(self.unavailable_reason.split())}")
+
+    @property
+    def uname_machine(self) -> str:
+        """The machine name the target's uname reports: the last part of its platform tag
+        (macosx-MAJOR.MINOR-MACHINE), which sysconfig builds from it."""
+        return self.python_platform_tag.rsplit("-", 1)[1]
+
+    @property
+    def frameworks(self) -> frozenset[str]:
+        """The macOS frameworks the target's files may load (those of `libc.needed`)."""
+        found = (
+            re.fullmatch(r"/System/Library/Frameworks/(\w+)\.framework/.*", n) for n in self.allowed_needed
+        )
+        return frozenset(m[1] for m in found if m)
+
+    @property
+    def macos_minimum_text(self) -> str:
+        assert self.macos_minimum is not None, f"{self.triple} is not a macOS target"
+        return ".".join(map(str, self.macos_minimum))
 
     @property
     def emulator_env(self) -> dict[str, str]:
@@ -117,6 +154,7 @@ class Target:
         run_kind = "native" if run == "native" else next(iter(run))
         elf = data.get("elf", {})
         zig = data["sysroot"].get("zig")
+        macho = data.get("macho", {})
         return cls(
             triple=data["triple"],
             make_name=data["make_name"],
@@ -132,6 +170,9 @@ class Target:
             elf_machine=elf.get("machine"),
             loader=elf.get("loader"),
             pe_machine=data.get("pe", {}).get("machine"),
+            macho_cpu=macho.get("cpu"),
+            macos_minimum=_major_minor(macho["minimum_os"]) if macho else None,
+            code_signature_required=macho.get("code_signature") == "required",
             libc=data["libc"]["name"],
             libc_ceiling=None if ceiling is None else _major_minor(ceiling),
             static_linking=bool(data["libc"].get("static_linking", False)),
@@ -139,6 +180,7 @@ class Target:
             system_libraries=frozenset(data["libc"]["system_libraries"]),
             recipe_env=MappingProxyType(dict(data["recipe_env"])),
             runner="emulator" if run_kind == "emulator" else run_kind,
+            unavailable_reason=run.get("unavailable") if run_kind == "unavailable" else None,
             emulator=run.get("emulator") if run_kind == "emulator" else None,
             emulator_cpu=run.get("cpu") if run_kind == "emulator" else None,
             wine_packages=MappingProxyType(dict(run["wine"]["packages"]) if run_kind == "wine" else {}),

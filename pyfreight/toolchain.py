@@ -29,10 +29,12 @@ LLVM = "19"
 #  target's control-flow protection: Debian's and Fedora's hardening defaults.
 #  -ffile-prefix-map: the container's build folder does not land in objects.
 #  Windows probes every large stack frame itself (__chkstk): PE targets have no
-#  -fstack-clash-protection, which their compiler would only warn about.
+#  -fstack-clash-protection, which their compiler would only warn about. macOS's
+#  clang has stack clash protection for x86_64 only; Apple's own builds leave it out.
 HARDENING_CFLAGS = {
     "elf": "-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fstack-clash-protection",
     "pe": "-fstack-protector-strong -D_FORTIFY_SOURCE=2",
+    "macho": "-fstack-protector-strong -D_FORTIFY_SOURCE=2",
 }
 
 
@@ -43,9 +45,12 @@ def common_cflags(target: Target) -> str:
 
 # lld; full RELRO with BIND_NOW and a non-executable stack for anything linked here
 # (configure test programs and the tools some builds run). A PE link gets ASLR (with
-# high entropy) and DEP from lld's defaults for the target.
+# high entropy) and DEP from lld's defaults for the target. A Mach-O link (zig's own
+# linker) is position-independent with a non-executable stack and data by default; -s
+# leaves out the debug map, whose N_OSO entries name each object by its path in zig's
+# cache (so the bytes, and LC_UUID, would depend on the folder).
 COMMON_LDFLAGS = "-fuse-ld=lld -Wl,-z,relro,-z,now -Wl,-z,noexecstack"
-LDFLAGS = {"elf": COMMON_LDFLAGS, "pe": ""}
+LDFLAGS = {"elf": COMMON_LDFLAGS, "pe": "", "macho": "-s"}
 
 # A zig sysroot: zig at /sysroot/zig and its drivers in /sysroot/bin
 # (container/zig_sysroot.py), its cache of compiled runtime pieces filled when the build
@@ -97,7 +102,7 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
         "TZ": "UTC",
         "SOURCE_DATE_EPOCH": str(source_date_epoch),
         "TARGET_TRIPLE": target.triple,
-        "TARGET_OS": target.os,  # linux or windows: what a recipe may need to choose by
+        "TARGET_OS": target.os,  # linux, windows or macos: what a recipe may need to choose by
         "HOST_TRIPLE": clang_triple,
         "PREFIX": PREFIX,
         "SYSROOT": SYSROOT,

@@ -224,7 +224,7 @@ def _job(
     if patches is not None and monkeypatch is not None:
         monkeypatch.setattr(build, "CPYTHON_PATCHES_DIR", patches)
     return _cpython_job(
-        VERSIONS[minor], BuildOptions.parse(options), default_target(), "# Setup\n", {}, None, None
+        VERSIONS[minor], BuildOptions.parse(options), default_target(), "# Setup\n", True, {}, None, None
     )
 
 

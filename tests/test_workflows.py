@@ -6,12 +6,15 @@ accepts as a user would type it."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 
 import pytest
 import yaml
 
-from pyfreight.targets import target
+from pyfreight.cli import build_parser
+from pyfreight.targets import all_targets, target
 from tests.conftest import PYFREIGHT, REPO
 
 ACTIONLINT = PYFREIGHT.with_name("actionlint")  # built by scripts/setup.sh
@@ -89,3 +92,59 @@ def test_make_leaves_the_default_version_to_the_driver():
         ["make", "-n", "linux-x86_64-noopt", "CPYTHON=3.13"], cwd=REPO, capture_output=True, text=True
     )
     assert "--python 3.13 " in chosen.stdout, chosen.stdout
+
+
+def _pyfreight_commands() -> list[tuple[str, list[str]]]:
+    """Every pyfreight command line in the run steps of every workflow (continuation
+    lines joined, shell variables as a plain word), as (workflow, arguments)."""
+    found = []
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        for job in yaml.safe_load(path.read_text())["jobs"].values():
+            for step in job["steps"]:
+                script = step.get("run", "").replace("\\\n", " ")
+                for line in script.splitlines():
+                    # the arguments, up to the end of a $( ... ) or of the line
+                    command = re.search(r"bin/pyfreight ((?:[^)\"\n]|\"[^\"]*\")*)", line)
+                    if command is not None:
+                        words = shlex.split(re.sub(r"\$\{?\w+\}?", "VALUE", command[1]))
+                        found.append((path.name, words))
+    return found
+
+
+def test_the_workflows_run_pyfreight_commands():
+    """The search below finds what it must: the macOS jobs' validate and test-dist."""
+    commands = {(name, words[0]) for name, words in _pyfreight_commands()}
+    assert {("macos.yml", "validate"), ("macos.yml", "test-dist"), ("release.yml", "release")} <= commands
+
+
+@pytest.mark.parametrize(("workflow", "words"), _pyfreight_commands(), ids=lambda x: str(x))
+def test_every_pyfreight_command_of_a_workflow_is_one_the_cli_accepts(workflow, words):
+    parser = build_parser()
+    try:
+        parser.parse_args(words)
+    except SystemExit as exc:  # argparse's refusal: the workflow would fail there
+        raise AssertionError(f"{workflow}: pyfreight {' '.join(words)} is refused") from exc
+
+
+def test_the_cli_refuses_what_a_workflow_must_not_say():
+    """The check above can fail: a misspelt option is refused."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["test-dist", "VALUE", "--no-such-option"])
+
+
+def test_the_macos_workflow_builds_each_target_on_linux_and_runs_it_on_a_mac_of_its_cpu():
+    workflow = yaml.safe_load((WORKFLOWS / "macos.yml").read_text())
+    built = workflow["jobs"]["build"]["strategy"]["matrix"]["target"]
+    ran = workflow["jobs"]["run"]["strategy"]["matrix"]["include"]
+    assert workflow["jobs"]["build"]["runs-on"].startswith("ubuntu")
+    macos = {t.make_name: t for t in all_targets().values() if t.macho_cpu is not None}
+    assert sorted(built) == sorted(macos) == sorted(row["target"] for row in ran)
+    # an Apple silicon runner for arm64, an Intel one for x86_64
+    runners = {row["target"]: row["runner"] for row in ran}
+    assert {macos[name].uname_machine: runner.endswith("-intel") for name, runner in runners.items()} == {
+        "arm64": False,
+        "x86_64": True,
+    }
+    for name in built:
+        result = subprocess.run(["make", "-n", f"{name}-noopt"], cwd=REPO, capture_output=True, text=True)
+        assert result.returncode == 0 and f"--target {name} --options noopt" in result.stdout, result.stderr

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight import toolchain
-from pyfreight.cpython.buildinfo import BuildInfo
+from pyfreight.cpython.buildinfo import FRAMEWORK, BuildInfo
 from pyfreight.cpython.layout import windows_interpreter_dll
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.errors import PyfreightError
@@ -31,6 +31,7 @@ ELF_MAGIC = b"\x7fELF"
 BITCODE_MAGIC = b"BC\xc0\xde"
 # A COFF object starts with its machine, little-endian: what Windows' objects are.
 COFF_MACHINES = {b"\x64\x86": "AMD64", b"\x64\xaa": "ARM64"}
+MACHO_MAGIC = b"\xcf\xfa\xed\xfe"  # MH_MAGIC_64, little-endian: a 64-bit Mach-O object
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,9 @@ def object_file_format(first_object: Path, target: Target) -> str:
         return f"llvm-bitcode:{target.zig_llvm or toolchain.LLVM}"
     if magic[:2] in COFF_MACHINES:
         return "coff"
-    raise PyfreightError(f"{first_object}: neither ELF, COFF nor LLVM bitcode (magic {magic.hex()})")
+    if magic == MACHO_MAGIC:
+        return "mach-o"
+    raise PyfreightError(f"{first_object}: neither ELF, COFF, Mach-O nor LLVM bitcode (magic {magic.hex()})")
 
 
 def _relative(path: str, prefix: str, tree: Path) -> str:
@@ -88,6 +91,14 @@ def _relative(path: str, prefix: str, tree: Path) -> str:
 def link_entry(word: str, libraries: dict[str, Library], target: Target) -> dict:
     """PYTHON.json's entry for one word of a module's link line: a static library the
     archive ships, or a system library of the target; anything else is refused."""
+    if word.startswith(FRAMEWORK):  # a macOS framework the target's binaries may load
+        name = word.removeprefix(FRAMEWORK)
+        if name not in target.frameworks:
+            raise PyfreightError(
+                f"the build links framework {name}, which {target.triple}'s files may not load "
+                f"(libc.needed of targets/{target.triple}.yaml)"
+            )
+        return {"name": name, "framework": True}
     if word.endswith(".a"):  # an archive CPython built itself (HACL*)
         name = Path(word).name.removeprefix("lib").removesuffix(".a")
         return {"name": name, "path_static": f"build/{word}"}

@@ -41,6 +41,7 @@ from pyfreight.container.wine import C_DRIVE, run_windows_program
 from pyfreight.cpython.build import CPythonBuild, build_cpython
 from pyfreight.cpython.buildinfo import read_build_info
 from pyfreight.cpython.layout import installed_python_name, layout_for
+from pyfreight.cpython.recompile import BUILD_PYTHON_MOUNT
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.deps.graph import for_os
 from pyfreight.errors import PyfreightError
@@ -53,9 +54,10 @@ from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.records import driver_code_digest, exclusive, record_matches, write_record
 from pyfreight.sources.fetch import fetch_source
 from pyfreight.sources.recipes import Recipe, load_all
-from pyfreight.targets import Target
+from pyfreight.targets import Target, build_machine_target
 
 DESCRIBE_SCRIPT = IN_CONTAINER_DIR / "describe_python.py"
+FOREIGN_DESCRIBE_SCRIPT = IN_CONTAINER_DIR / "describe_foreign.py"
 # Where the tree is mounted while the interpreter describes itself: the prefix
 # python-build-standalone's config vars name, so packers see familiar values; a Windows
 # tree is C:\install under Wine.
@@ -112,8 +114,12 @@ def distribution_key(build: CPythonBuild, release: str) -> str:
     )
 
 
-def _probe(tree: Path, target: Target, ws: Workspace) -> dict:
-    """The interpreter's own account of itself (pyfreight/in_container/describe_python.py)."""
+def _probe(tree: Path, target: Target, ws: Workspace, build_python: Path | None, objects: Path) -> dict:
+    """The interpreter's own account of itself (pyfreight/in_container/describe_python.py);
+    for a target whose programs cannot run here, the build python's account of the tree
+    (in_container/describe_foreign.py)."""
+    if not target.runs_here:
+        return _probe_foreign(tree, target, ws, build_python, objects)
     if target.runner == "wine":
         result = run_windows_program(
             target,
@@ -137,6 +143,45 @@ def _probe(tree: Path, target: Target, ws: Workspace) -> dict:
         name_hint="describe",
     )
     facts: dict = json.loads(run(spec).stdout)
+    return facts
+
+
+def _probe_foreign(
+    tree: Path, target: Target, ws: Workspace, build_python: Path | None, objects: Path
+) -> dict:
+    """describe_python.py's facts of a tree that cannot run here, as the cross build's
+    build python reads them from the tree (in_container/describe_foreign.py), with its
+    built-in modules from the build's inittab."""
+    if build_python is None:
+        raise PyfreightError(
+            f"{tree.name}: {target.triple}'s programs cannot run here, and it has no build python"
+        )
+    python = installed_python_name(tree)
+    own = installed_python_name(build_python)
+    ws.scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("describe")) as tmp:
+        builtins = Path(tmp) / "builtins.txt"
+        builtins.write_text("\n".join(sorted(read_build_info(objects).modules)) + "\n")
+        spec = RunSpec(
+            image=images.ensure_runtime_image(ws, build_machine_target()),
+            command=[
+                f"{BUILD_PYTHON_MOUNT}/bin/{own}",
+                "/describe/describe_foreign.py",
+                f"{PROBE_PREFIX}/bin/{python}",
+                "/describe/builtins.txt",
+                target.uname_machine,
+            ],
+            what=f"describing {tree.name} with the build python",
+            mounts=[
+                Mount(tree, PROBE_PREFIX),
+                Mount(build_python, BUILD_PYTHON_MOUNT),
+                Mount(FOREIGN_DESCRIBE_SCRIPT, "/describe/describe_foreign.py"),
+                Mount(DESCRIBE_SCRIPT, "/describe/describe_python.py"),
+                Mount(builtins, "/describe/builtins.txt"),
+            ],
+            name_hint="describe",
+        )
+        facts: dict = json.loads(run(spec).stdout)
     return facts
 
 
@@ -255,7 +300,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
     epoch = newest_mtime(ws.downloads / build.source.source.file) or 0
     layout = layout_for(target)
     say(f"dist: describing {tree.name}")
-    facts = _probe(tree, target, ws)
+    facts = _probe(tree, target, ws, build.build_python, objects)
     info = read_build_info(objects)
     missing = sorted(set(info.modules) - set(facts["builtin_module_names"]))
     if missing:

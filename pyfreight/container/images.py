@@ -60,7 +60,8 @@ def base_tag(spec: dict, section: str = "base") -> str:
 def sysroot_digest(target: Target) -> str:
     if target.zig is not None:  # the wheel, and the compile that fills its cache in the image
         driver = zig_sysroot.DRIVER.read_text()
-        return _digest("sysroot", dict(target.sysroot), toolchain.zig_warm_command(target), driver)
+        overlay = zig_sysroot.overlay_digest_parts(target.sysroot)
+        return _digest("sysroot", dict(target.sysroot), toolchain.zig_warm_command(target), driver, overlay)
     floor = (target.libc_ceiling, glibc_floor.FORMAT) if target.libc == "glibc" else None
     parts: list[object] = ["sysroot", target.debian_architecture, dict(target.sysroot), floor]
     libc = libc_sysroot.libc_digest(target)
@@ -202,7 +203,7 @@ def _ensure_sysroot(target: Target, ws: Workspace, mirrors: DebianMirrors) -> Pa
     if out.exists():
         return out
     if target.zig is not None:
-        zig_sysroot.write_sysroot(target.zig, ws, out)
+        zig_sysroot.write_sysroot(target.zig, ws, out, zig_sysroot.overlay_folder(target.sysroot))
         return out
     sysroot = target.sysroot
     what = f"sysroot {sysroot['suite']} {target.debian_architecture}"

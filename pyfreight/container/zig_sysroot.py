@@ -7,13 +7,16 @@ from __future__ import annotations
 import stat
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import walk_sorted, write_tar
+from pyfreight.hashing import file_sha256
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
-from pyfreight.paths import Workspace
+from pyfreight.paths import REPO_ROOT, Workspace
 from pyfreight.sources.fetch import fetch_source
 from pyfreight.sources.recipes import Source
 
@@ -23,8 +26,24 @@ DRIVER = Path(__file__).with_name("zig-cc.sh")
 DRIVER_NAMES = ("zig-cc", "zig-c++")
 
 
-def write_sysroot(wheel: Source, ws: Workspace, out: Path) -> None:
-    """Fetches and verifies `wheel`, and writes its zig as the sysroot tarball `out`."""
+def overlay_folder(sysroot: Mapping[str, Any]) -> Path | None:
+    """The repository folder a target's zig sysroot carries beside zig (`overlay`)."""
+    name = sysroot.get("overlay")
+    return None if name is None else REPO_ROOT / name
+
+
+def overlay_digest_parts(sysroot: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every file of the overlay with its content hash, for the sysroot's digest."""
+    folder = overlay_folder(sysroot)
+    if folder is None:
+        return []
+    return [(rel, file_sha256(folder / rel)) for rel in walk_sorted(folder) if (folder / rel).is_file()]
+
+
+def write_sysroot(wheel: Source, ws: Workspace, out: Path, overlay: Path | None = None) -> None:
+    """Fetches and verifies `wheel`, and writes its zig as the sysroot tarball `out`,
+    with the repository folder `overlay` (macos/: our own headers and framework stubs)
+    beside it under its own name."""
     say(f"sysroot: zig from {wheel.file}")
     cached = fetch_source(wheel, ws.downloads)
     ws.scratch.mkdir(parents=True, exist_ok=True)
@@ -41,6 +60,9 @@ def write_sysroot(wheel: Source, ws: Workspace, out: Path) -> None:
             (bin_dir / name).write_bytes(DRIVER.read_bytes())
             (bin_dir / name).chmod(0o755)
             members.append((f"bin/{name}", bin_dir / name))
+        if overlay is not None:
+            members.append((overlay.name, overlay))
+            members += [(f"{overlay.name}/{rel}", overlay / rel) for rel in walk_sorted(overlay)]
         write_tar(out, members, epoch=0)
 
 

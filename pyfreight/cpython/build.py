@@ -55,6 +55,9 @@ class CPythonBuild:
     profile: Path | None  # the merged PGO profile (pgo builds only)
     objects: Path  # the exported build folder: objects, config.c, Setup files, make's lists
     dependencies: dict[str, Path]  # recipe name -> artifact it linked
+    # A cross build's build python (this machine's tree of the same version): it also
+    # answers for a tree whose own interpreter cannot run here (archives/write.py)
+    build_python: Path | None = None
 
 
 def _check_profile(options: BuildOptions, pgo_profile: Path | None) -> None:
@@ -88,6 +91,7 @@ def build_cpython(
     spec.check_target_has()
     _check_profile(options, pgo_profile)
     tarball = fetch_source(src.source, ws.downloads, log=say)
+    build_python: CPythonBuild | None = None  # a cross build's interpreter of this machine
     if target.cpython_build == "visual-studio-projects":
         deps = build_deps(None, target, ws, parallel=2, jobs=jobs)  # every recipe the target has
         image = images.ensure_images(ws, target)
@@ -96,10 +100,9 @@ def build_cpython(
     else:
         origin = f"{src.top_dir}/Modules/Setup.stdlib.in"
         modules = parse_setup(read_member(tarball, origin).decode())
-        extension_data = load_extension_data()
+        extension_data = load_extension_data(os_name=target.os)
         setup_local = render_setup_local(modules, extension_data, origin, options.static)
         deps = build_deps(required_recipes(modules, extension_data), target, ws, parallel=2, jobs=jobs)
-        build_python = None
         if not target.native:
             machine = build_machine_target()
             say(f"cpython {src.version} {options}: for {target.triple}; build python: {machine.triple} noopt")
@@ -107,9 +110,13 @@ def build_cpython(
                 BuildSpec(spec.version, BuildOptions.parse("noopt"), machine), ws, jobs
             )
         image = images.ensure_images(ws, target)
-        job = _cpython_job(src, options, target, setup_local, deps.artifacts, pgo_profile, build_python)
+        tkinter = "_tkinter" not in extension_data.excluded
+        job = _cpython_job(
+            src, options, target, setup_local, tkinter, deps.artifacts, pgo_profile, build_python
+        )
     key = job_key(job, image, target)
 
+    build_python_tree = None if build_python is None else build_python.tree
     stem = spec.folder_stem
     dependencies = {name: a.path for name, a in sorted(deps.artifacts.items())}
     build = CPythonBuild(
@@ -121,6 +128,7 @@ def build_cpython(
         profile=ws.build / f"{stem}.profdata" if options.pgo else None,
         objects=ws.build / f"{stem}.build",
         dependencies=dependencies,
+        build_python=build_python_tree,
     )
     record = ws.build / f"{stem}.json"
     with exclusive(record, f"cpython {src.version} {options}"):
@@ -147,7 +155,7 @@ def build_cpython(
             if target.cpython_build == "configure":  # a Windows tree finds its prefix beside python.exe
                 say(f"cpython {src.version} {options}: making the tree relocatable")
                 rewritten = relocate.make_relocatable(install, src.version)
-                recompile.recompile(install, rewritten, target, ws, log)
+                recompile.recompile(install, rewritten, target, ws, log, build_python_tree)
             _replace(build.tree, install)
         tree = build.tree
         write_tar(build.artifact, ((f"install/{p}", tree / p) for p in walk_sorted(tree)), epoch)
@@ -193,6 +201,7 @@ def _cpython_job(
     options: BuildOptions,
     target: Target,
     setup_local: str,
+    tkinter: bool,
     artifacts: Mapping[str, Artifact],
     pgo_profile: Path | None,
     build_python: CPythonBuild | None,
@@ -212,6 +221,7 @@ def _cpython_job(
         "CONFIGURE_ARGS": "\n".join(configure_args(src, options, target)),
         "OUTPUT_DIR": OUTPUT_DIR,
         "PGO_PROFILE": PGO_PROFILE_INPUT if pgo_profile else "",
+        "BUILD_TKINTER": "yes" if tkinter else "",
     }
     host_code = {"relocate.py": Path(relocate.__file__), "recompile.py": Path(recompile.__file__)}
     return _job(src, files, env, artifacts, build_python, host_code)

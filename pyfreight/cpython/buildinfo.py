@@ -83,7 +83,7 @@ def setup_rules(texts: list[str]) -> dict[str, tuple[tuple[str, ...], tuple[str,
                 continue
             if re.match(r"^[A-Za-z_][A-Za-z0-9_]*\s*=", line):
                 continue  # a make variable definition
-            words = shlex.split(line)
+            words = _join_frameworks(shlex.split(line))
             names = [w for w in words if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", w)]
             if not names or names[0] in seen:
                 continue
@@ -95,7 +95,7 @@ def setup_rules(texts: list[str]) -> dict[str, tuple[tuple[str, ...], tuple[str,
                     f"module {names[0]} is in a *{section}* section; expected static or shared"
                 )
             sources = [w for w in words if w.endswith(SOURCE_SUFFIXES)]
-            links = tuple(w for w in words if w.startswith(("-l", "$(")) or w.endswith(".a"))
+            links = tuple(w for w in words if w.startswith(("-l", "$(", FRAMEWORK)) or w.endswith(".a"))
             # makesetup falls back to MODULE_<NAME>_CFLAGS/_LDFLAGS only for a line
             # with no compiler or linker words of its own.
             flags = [w for w in words if w.startswith(("-", "$(")) or w.endswith(".a")]
@@ -113,10 +113,26 @@ def inittab(config_c: str) -> dict[str, str]:
     return dict(_INITTAB_ENTRY.findall(table[1]))
 
 
+# A macOS framework in a link line, `-framework NAME`, is kept as one word "-framework NAME".
+FRAMEWORK = "-framework "
+
+
+def _join_frameworks(words: list[str]) -> list[str]:
+    """`-framework NAME` as one word, so NAME is never taken for a module or a flag."""
+    joined: list[str] = []
+    for word in words:
+        if joined and joined[-1] == "-framework":
+            joined[-1] = FRAMEWORK + word
+        else:
+            joined.append(word)
+    return joined
+
+
 def _link_words(value: str) -> tuple[str, ...]:
-    """The -l words and static archives of a linker flag string (-L and the like are the
-    build's own search paths, not something a packer links)."""
-    return tuple(w for w in shlex.split(value) if w.startswith("-l") or w.endswith(".a"))
+    """The -l words, frameworks and static archives of a linker flag string (-L and the
+    like are the build's own search paths, not something a packer links)."""
+    words = _join_frameworks(shlex.split(value))
+    return tuple(w for w in words if w.startswith(("-l", FRAMEWORK)) or w.endswith(".a"))
 
 
 def _expand(words: tuple[str, ...], make_vars: dict[str, str]) -> tuple[str, ...]:

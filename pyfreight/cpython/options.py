@@ -159,7 +159,9 @@ def configure_args(source: CPythonSource, options: BuildOptions, target: Target)
         # python; configure takes from the target data what it would have to run
         # target programs to find out.
         args += [
-            f"--host={target.clang_triple}",
+            # The name autoconf's config.sub knows the target by: the recipes' CROSS_HOST
+            # where the compiler's triple is not one (zig's macOS triples carry a version).
+            f"--host={target.recipe_env.get('CROSS_HOST', target.clang_triple)}",
             f"--with-build-python={BUILD_PYTHON_PREFIX}/bin/python{source.minor}",
             *(f"{name}={value}" for name, value in sorted(target.cpython_configure_answers.items())),
         ]
@@ -175,16 +177,52 @@ def recorded_flags(codegen: CodeGen, target: Target) -> tuple[str, str]:
     cflags = [
         "-fstack-protector-strong" if codegen.stack_protector == "strong" else "-fstack-protector",
         "-D_FORTIFY_SOURCE=2",
-        "-fstack-clash-protection",
-        *([target.control_flow_cflags] if codegen.cf_protection else []),
+        *(["-fstack-clash-protection"] if target.binary_format == "elf" else []),
+        *([target.control_flow_cflags] if codegen.cf_protection and target.control_flow_cflags else []),
     ]
+    if target.binary_format == "macho":  # Apple's linker has no -z options
+        return " ".join(cflags), ""
     return " ".join(cflags), "-Wl,-z,relro,-z,now -Wl,-z,noexecstack"
+
+
+# What a macOS link of CPython needs said otherwise than its configure says it for
+# Apple's toolchain, as zig's Mach-O linker reads it:
+# - shared modules (the test-only ones) are linked with -shared: zig's driver ignores
+#   -bundle, and with -undefined dynamic_lookup alone its linker crashes (zig#25451);
+# - -stack_size is read as decimal, while configure means 0x1000000 (16 MiB, which the
+#   default recursion limit needs).
+MACHO_LINK_ENV = {
+    "LDSHARED": "$(CC) -shared -undefined dynamic_lookup",
+    "LDCXXSHARED": "$(CXX) -shared -undefined dynamic_lookup",
+    "LINKFORSHARED": "-Wl,-stack_size,0x1000000 -framework CoreFoundation",
+}
+
+
+def _macho_env(options: BuildOptions, target: Target, base: dict[str, str]) -> dict[str, str]:
+    """CPython's compiler variables for a macOS target: no lld, -z or --exclude-libs
+    flags (zig's own Mach-O linker), the link quirks above, and the minimum macOS, which
+    configure otherwise asks the build machine's sw_vers for."""
+    cflags, ldflags = recorded_flags(options.codegen, target)
+    return MACHO_LINK_ENV | {
+        "CC": base["CC"],
+        "CXX": base["CXX"],
+        "CFLAGS": cflags,
+        "LDFLAGS": ldflags,
+        "CPPFLAGS": f"-I{toolchain.PREFIX}/include",
+        # An availability error, not a weak import nobody checks: a call to an API newer
+        # than the minimum macOS must be guarded (CPython's own code guards them).
+        "CFLAGS_NODIST": f"-ffile-prefix-map={toolchain.WORK_DIR}=. -Werror=unguarded-availability-new",
+        "LDFLAGS_NODIST": f"-L{toolchain.PREFIX}/lib {toolchain.LDFLAGS['macho']}",
+        "MACOSX_DEPLOYMENT_TARGET": target.macos_minimum_text,
+    }
 
 
 def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
     """Compiler variables for CPython's configure: build-only flags (sysroot, lld,
     our prefix, path mapping) in the *_NODIST variables sysconfig does not pass on."""
     env = toolchain.build_environment(target, jobs=1, source_date_epoch=0)
+    if target.binary_format == "macho":
+        return _macho_env(options, target, env)
     cflags, ldflags = recorded_flags(options.codegen, target)
     if not target.native:
         # configure links its test programs with LDFLAGS alone, and the build image's

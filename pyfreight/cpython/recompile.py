@@ -16,7 +16,7 @@ from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.layout import installed_python_name
 from pyfreight.cpython.options import INSTALL_PREFIX
 from pyfreight.paths import Workspace
-from pyfreight.targets import Target
+from pyfreight.targets import Target, build_machine_target
 
 
 def compile_command(python: str, sources: Sequence[PurePosixPath]) -> list[str]:
@@ -25,19 +25,42 @@ def compile_command(python: str, sources: Sequence[PurePosixPath]) -> list[str]:
     return [*args, "-o", "0", "-o", "1", "-o", "2", *map(str, sources)]
 
 
-def recompile(tree: Path, sources: Sequence[Path], target: Target, ws: Workspace, log: Path) -> None:
+# Where a cross build's build python is mounted when it compiles for a target whose
+# programs cannot run here (macOS): bytecode depends on the CPython version only, and
+# `make install` compiled the rest of the tree with that same build python.
+BUILD_PYTHON_MOUNT = "/build-python"
+
+
+def recompile(
+    tree: Path,
+    sources: Sequence[Path],
+    target: Target,
+    ws: Workspace,
+    log: Path,
+    build_python: Path | None = None,
+) -> None:
     """Recompiles `sources` (files of `tree`) in place, mounted where it was installed so
-    the code objects name the same paths as every other .pyc of the tree."""
+    the code objects name the same paths as every other .pyc of the tree. The tree's own
+    interpreter compiles them, or, for a target whose programs cannot run here, the
+    build python of the same version (its tree `build_python`)."""
     if not sources:
         return
     inside = PurePosixPath(INSTALL_PREFIX)
     python = str(inside / "bin" / installed_python_name(tree))
+    image_target = target
+    mounts = [Mount(tree, INSTALL_PREFIX, read_only=False)]
+    if not target.runs_here:
+        if build_python is None:
+            raise AssertionError(f"{target.triple}: compiling its bytecode needs the build python")
+        image_target = build_machine_target()
+        python = f"{BUILD_PYTHON_MOUNT}/bin/{installed_python_name(build_python)}"
+        mounts.append(Mount(build_python, BUILD_PYTHON_MOUNT, read_only=True))
     spec = RunSpec(
-        image=ensure_runtime_image(ws, target),
+        image=ensure_runtime_image(ws, image_target),
         command=compile_command(python, [inside / s.relative_to(tree) for s in sources]),
         what="compileall of the relocated files",
         output=log,
-        mounts=[Mount(tree, INSTALL_PREFIX, read_only=False)],
+        mounts=mounts,
         env={"PYTHONHASHSEED": "0"},
         user=f"{os.getuid()}:{os.getgid()}",  # the files stay the caller's
         name_hint="recompile",

@@ -63,13 +63,26 @@ def parse_setup(text: str) -> list[SetupModule]:
     return modules
 
 
-def load_extension_data(path: Path = EXTENSIONS_FILE) -> ExtensionData:
+def load_extension_data(path: Path = EXTENSIONS_FILE, os_name: str | None = None) -> ExtensionData:
+    """The extension data, with the entries of `for_os` for targets of `os_name` (a
+    target's `os`) replacing the modules' general entries."""
     data = load_yaml(path, "extensions.schema.json")
+    linked: dict[str, dict] = dict(data.get("linked") or {})
+    plain = set(data.get("plain") or ())
+    excluded: dict[str, str] = dict(data.get("excluded") or {})
+    differs = (data.get("for_os") or {}).get(os_name) or {}
+    for name in {*differs.get("linked", {}), *differs.get("plain", ()), *differs.get("excluded", {})}:
+        linked.pop(name, None)
+        plain.discard(name)
+        excluded.pop(name, None)
+    linked |= differs.get("linked", {})
+    plain |= set(differs.get("plain", ()))
+    excluded |= differs.get("excluded", {})
     return ExtensionData(
-        linked=data.get("linked") or {},
-        plain=frozenset(data.get("plain") or ()),
+        linked=linked,
+        plain=frozenset(plain),
         test_only=frozenset(data.get("test_only") or ()),
-        excluded=data.get("excluded") or {},
+        excluded=excluded,
     )
 
 
@@ -93,6 +106,7 @@ def render_setup_local(
         spec = data.linked.get(module.name, {})
         words = [module.name, *module.words, *spec.get("cflags", ())]
         words += [f"-l{lib}" for lib in spec.get("links", ())]
+        words += [word for framework in spec.get("frameworks", ()) for word in ("-framework", framework)]
         if any("=" in word for word in words):
             # makesetup reads any line with '=' as a make variable definition.
             raise PyfreightError(f"cpython/extensions.yaml: {module.name}: no '=' allowed in flags")
@@ -113,4 +127,4 @@ def render_setup_local(
 def required_recipes(modules: list[SetupModule], data: ExtensionData) -> list[str]:
     """Dependency recipes the built-in modules link against."""
     names = {m.name for m in modules}
-    return sorted({r for mod, spec in data.linked.items() if mod in names for r in spec["recipes"]})
+    return sorted({r for mod, spec in data.linked.items() if mod in names for r in spec.get("recipes", ())})

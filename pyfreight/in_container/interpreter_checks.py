@@ -80,6 +80,8 @@ def check(name: str) -> Callable[[CheckFn], CheckFn]:
 def _builtin() -> str:
     builtin = set(sys.builtin_module_names)
     wanted = BUILTIN_REQUIRED + (["_zstd"] if sys.version_info >= (3, 14) else [])
+    if sys.platform == "darwin":  # cpython/extensions.yaml for_os: no Tk there, _scproxy
+        wanted = [m for m in wanted if m != "_tkinter"] + ["_scproxy"]
     missing = [m for m in wanted if m not in builtin]
     assert not missing, f"not built in: {missing}"
     # The only shared objects are the test-only modules in lib-dynload: none of them is
@@ -118,7 +120,9 @@ def _shared_extension() -> str:
     # The test-only modules of lib-dynload are C extension modules compiled against the
     # tree, loaded with dlopen as a wheel's are. A static interpreter (the C library
     # linked in: no program interpreter) has none and cannot load any: it must refuse.
-    if not _has_program_interpreter(Path(sys.executable).resolve()):
+    # macOS programs are always dynamic (libSystem); elsewhere, no program interpreter
+    # means a static one.
+    if sys.platform != "darwin" and not _has_program_interpreter(Path(sys.executable).resolve()):
         import importlib.machinery
 
         with tempfile.TemporaryDirectory() as tmp:
@@ -239,7 +243,9 @@ def _ctypes() -> str:
     buffer = ctypes.create_string_buffer(9)
     ctypes.memmove(buffer, b"pyfreight", 9)  # libc's memmove, through libffi
     assert buffer.raw == b"pyfreight"
-    if not _has_program_interpreter(Path(sys.executable).resolve()):
+    # macOS programs are always dynamic (libSystem); elsewhere, no program interpreter
+    # means a static one.
+    if sys.platform != "darwin" and not _has_program_interpreter(Path(sys.executable).resolve()):
         # static: nothing can be opened with dlopen, the program itself included
         assert ctypes.pythonapi is None, ctypes.pythonapi
         return "static interpreter: libffi calls and callbacks; no dlopen, pythonapi is None"
@@ -313,6 +319,11 @@ def _hashlib() -> None:
 
 @check("tkinter creates a Tcl interpreter and leaves os.environ as it was")
 def _tkinter() -> str:
+    if sys.platform == "darwin":
+        assert "_tkinter" not in sys.builtin_module_names, (
+            "_tkinter is built for macOS, which has no Tk of ours"
+        )
+        return "not built for macOS (Tk's Aqua port needs Cocoa: cpython/extensions.yaml)"
     return tcl_interpreter_check(Path(sys.base_prefix) / "lib" / "tcl8.6")
 
 

@@ -19,13 +19,16 @@ from pyfreight.cpython.build import CPythonBuild
 from pyfreight.cpython.layout import installed_python_name
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import interpreter_identity, tree_target
+from pyfreight.formats.macho import is_macho
 from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.records import driver_code_digest, exclusive, record_matches, write_record
 from pyfreight.targets import Target
+from pyfreight.verify.check_macos import check_macos_install
 from pyfreight.verify.check_windows import check_windows_install, windows_tree_target
 from pyfreight.verify.elf_rules import check_tree
+from pyfreight.verify.macho_rules import macho_target
 from pyfreight.verify.test_suite import TEST_SUITE_FILE, test_suite_command
 
 CHECK_SCRIPT = IN_CONTAINER_DIR / "interpreter_checks.py"
@@ -68,6 +71,8 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset", target: Targ
     if windows is not None:
         return check_windows_install(tree, ws, tests, windows)
     python = installed_python_name(tree)
+    if is_macho(tree / "bin" / python):
+        return check_macos_install(tree, tests, target or macho_target(tree / "bin" / python))
     if tests != "none" and not (tree / "lib" / python / "test").is_dir():
         raise PyfreightError(
             f"{tree} has no test package (install_only_stripped archives leave it out): use --tests none"
@@ -141,6 +146,8 @@ def check_build(build: CPythonBuild, ws: Workspace, tests: str = "subset") -> bo
     inputs: the build, the checks (the driver's code and the test-suite list) and the
     image they run in. Only a pass is recorded, so a failure is always run again."""
     build.spec.target.require("check_install")
+    if not build.spec.target.runs_here:  # macOS: its Mach-O rules (and on a Mac, its runs)
+        return check_macos_install(build.tree, tests, build.spec.target)
     key = json_sha256(
         {
             "build": build.key,

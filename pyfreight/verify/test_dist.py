@@ -5,6 +5,7 @@ entry of its PYTHON.json runs too."""
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -15,13 +16,16 @@ from pyfreight.container.wine import C_DRIVE, run_windows_program, wine_path
 from pyfreight.cpython.layout import layout_of
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_target
+from pyfreight.formats.macho import is_macho
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.python_json import checked_document
 from pyfreight.verify.check_install import check_install
+from pyfreight.verify.check_macos import runs_on_this_machine
 from pyfreight.verify.check_windows import REGRTEST_SCRIPT, WINE_SITE, windows_tree_target, write_wine_site
+from pyfreight.verify.macho_rules import macho_target
 
 # What adapts CPython's test harness to Wine (in_container/regrtest_wine.py), on the
 # run's PYTHONPATH as C:\WINE_SITE.
@@ -56,14 +60,18 @@ def check_distribution(
         if document is not None:
             say(f"test-dist: run_tests ({document['run_tests']} {' '.join(RUN_TESTS_ARGS)})")
             ran = _run_tests_entry(root, document, tree, ws)
-            print(f"{'PASS' if ran else 'FAIL'}  run_tests entry of PYTHON.json")
-            passed = passed and ran
+            if ran is None:
+                print("SKIP  run_tests entry of PYTHON.json: its programs cannot run on this machine")
+            else:
+                print(f"{'PASS' if ran else 'FAIL'}  run_tests entry of PYTHON.json")
+                passed = passed and ran
     return passed
 
 
-def _run_tests_entry(root: Path, document: dict, tree: Path, ws: Workspace) -> bool:
+def _run_tests_entry(root: Path, document: dict, tree: Path, ws: Workspace) -> bool | None:
     """The run_tests script of PYTHON.json, by its python_exe, where the target's
-    programs run: in its runtime image, or under Wine."""
+    programs run: in its runtime image, under Wine, or directly on a Mac of its CPU
+    (None: not on this machine)."""
     windows = windows_tree_target(tree)
     if windows is not None:
         with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("wine-site")) as folder:
@@ -80,8 +88,15 @@ def _run_tests_entry(root: Path, document: dict, tree: Path, ws: Workspace) -> b
                 mounts=[Mount(site, f"{C_DRIVE}/{WINE_SITE}")],
                 env={"PYTHONPATH": wine_path(C_DRIVE, WINE_SITE)},
             ).ok
+    python = root / document["python_exe"]
+    if is_macho(python):  # a macOS tree: run directly, and only on a Mac of its CPU
+        macos = macho_target(python)
+        if not runs_on_this_machine(macos):
+            return None
+        command = [str(python), str(root / document["run_tests"]), *RUN_TESTS_ARGS]
+        return subprocess.run(command, cwd=ws.scratch).returncode == 0
     spec = RunSpec(
-        image=ensure_runtime_image(ws, tree_target(root / document["python_exe"])),
+        image=ensure_runtime_image(ws, tree_target(python)),
         command=[f"{MOUNT}/{document['python_exe']}", f"{MOUNT}/{document['run_tests']}", *RUN_TESTS_ARGS],
         what="the run_tests entry",
         output="terminal",

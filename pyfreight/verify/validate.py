@@ -29,12 +29,14 @@ from pyfreight.formats.elf import (
     object_glibc_references,
     tree_target,
 )
+from pyfreight.formats.macho import is_macho
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
 from pyfreight.python_json import schema_errors
 from pyfreight.targets import Target, all_targets, default_target, known_names
 from pyfreight.verify.check_windows import windows_tree_target
 from pyfreight.verify.elf_rules import libc_problem
 from pyfreight.verify.exports import bundled_exports, missing_c_api
+from pyfreight.verify.macho_rules import check_macho_tree, macho_target
 from pyfreight.verify.pe_rules import check_pe_tree
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
@@ -260,7 +262,8 @@ def _interpreter_problems(
 
 
 def _install_tree(install: Path, prefix: str, target: Target) -> tuple[list[Problem], list[ElfFacts]]:
-    """The rules for the install tree, and the facts of its ELF files (read once)."""
+    """The rules for a Unix install tree, and the facts of its ELF files (read once);
+    a macOS tree's Mach-O files are judged by _macho_tree."""
     problems: list[Problem] = []
     facts: list[ElfFacts] = []
     # Extension modules allowed as shared libraries, in lib-dynload: only the test-only
@@ -269,7 +272,8 @@ def _install_tree(install: Path, prefix: str, target: Target) -> tuple[list[Prob
     for path in sorted(install.rglob("*")):
         rel = f"{prefix}/{path.relative_to(install)}"
         if path.is_file() and not path.is_symlink():
-            problems += _elf_problems(path, rel, target, facts)
+            if target.binary_format == "elf":
+                problems += _elf_problems(path, rel, target, facts)
             extension = path.name.endswith(".so") and "site-packages" not in path.parts
             allowed = path.name.split(".")[0] in test_only and path.parent.name == "lib-dynload"
             if extension and not allowed:
@@ -330,6 +334,26 @@ def _pe_tree(install: Path, prefix: str, target: Target) -> list[Problem]:
         member, _, detail = leak.partition(": ")
         problems.append(Problem(f"{prefix}/{member}", f"build-time path: {detail}"))
     return problems
+
+
+def _macho_tree(install: Path, prefix: str, target: Target) -> list[Problem]:
+    """The Mach-O rules on every file of a macOS tree (verify/macho_rules.py)."""
+    problems = []
+    for line in check_macho_tree(install, target)[1]:
+        member, _, message = line.partition(": ")
+        problems.append(Problem(f"{prefix}/{member}", message))
+    return problems
+
+
+def _said_crt(document: dict | None, spec: Target) -> list[Problem]:
+    """A full archive of a target whose C runtime is always the system's dynamic one
+    (Windows' UCRT, macOS's libSystem) says so in crt_features."""
+    if document is None:
+        return []
+    said, expected = document.get("crt_features"), crt_features(spec.libc, False, None)
+    if said == expected:
+        return []
+    return [Problem("python/PYTHON.json", f"crt_features say {said}, but {spec.triple}'s are {expected}")]
 
 
 def _object_problems(build: Path, spec: Target) -> list[Problem]:
@@ -414,7 +438,7 @@ def _target_of(
         try:
             if not interpreter.resolve().is_relative_to(install.resolve()):
                 raise PyfreightError(f"{interpreter} points outside the tree")
-            spec = tree_target(interpreter)
+            spec = macho_target(interpreter) if is_macho(interpreter) else tree_target(interpreter)
         except (PyfreightError, OSError) as exc:
             # reported; the other checks still run, for the default target
             return default_target(), [Problem(f"{prefix}/bin/python3", f"cannot tell the target: {exc}")]
@@ -461,18 +485,14 @@ def validate(archive: Path, target: str | None = None, limits: Limits = DEFAULT_
             return problems
         if spec.binary_format == "pe":
             problems += _pe_tree(install, prefix, spec)
-            said_crt = (document or {}).get("crt_features") if full else None
-            expected_crt = crt_features(spec.libc, False, None)
-            if full and said_crt != expected_crt:
-                problems.append(
-                    Problem(
-                        "python/PYTHON.json",
-                        f"crt_features say {said_crt}, but {spec.triple}'s are {expected_crt}",
-                    )
-                )
+            problems += _said_crt((document or {}) if full else None, spec)
             return problems
         found, elf = _install_tree(install, prefix, spec)
         problems += found
+        if spec.binary_format == "macho":
+            problems += _macho_tree(install, prefix, spec)
+            problems += _said_crt((document or {}) if full else None, spec)
+            return problems
         if full:
             problems += _object_problems(root / "build", spec)
             problems += _crt_problems(document or {}, install, spec, elf)

@@ -10,7 +10,12 @@ cd ncurses-6.5-20250216
 #   stores as regular files, instead of absolute symlinks.
 # cf_cv_ar_flags: configure would pick "ar -curvU", which stamps build times into
 #   the .a files; D (deterministic) keeps them reproducible.
-cf_cv_ar_flags=-crvD ./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --enable-widec \
+# macOS: a short ospeed (the default) is mapped through the old BSD baud rates of
+#   <sys/ttydev.h>, which zig's macOS headers lack; an unsigned one needs no mapping
+#   (CPython's curses module does not use ospeed).
+ospeed=()
+if [ "$TARGET_OS" = macos ]; then ospeed=(--with-ospeed=unsigned); fi
+cf_cv_ar_flags=-crvD ./configure "${ospeed[@]}" ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --enable-widec \
   --without-shared --without-cxx --without-cxx-binding --without-ada \
   --without-manpages --without-tests --without-debug \
   --enable-pc-files --with-pkg-config-libdir="$PREFIX/lib/pkgconfig" --disable-pkg-ldflags \

@@ -1,0 +1,542 @@
+"""Reading Mach-O files (macOS executables, .dylib and extension-module .so files) for the
+facts our checks judge: the CPU, the file type and header flags, the minimum macOS and
+SDK (LC_BUILD_VERSION), the dylibs loaded, the install name and rpaths, the symbols
+exported and needed, and the code signature, whose page hashes are recomputed here.
+Reading only; the rules live in verify/macho_rules.py.
+
+A compact reader of our own, not macholib: every fact we need is a fixed-layout
+structure of <mach-o/loader.h> or <kern/cs_blobs.h>, a few lines each, while macholib
+(1.16) carries no type information for mypy, does not read code signatures at all
+(the part Apple silicon needs, which we would write ourselves anyway), and on hostile input
+raises whatever it meets (struct.error, ValueError, short reads taken as data) after
+reading every section into memory. Here the whole file is read once and every
+structure is bounds-checked before it is unpacked: a malformed file raises
+UnreadableMacho, in one line naming the file and the structure, and nothing else.
+Every loop is bounded by a count checked against the file's size first, and the
+names read are bounded in total (a string table whose names all overlap would
+otherwise cost time quadratic in its size)."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyfreight.errors import PyfreightError
+
+# The first four bytes, as a little-endian number: a thin 64-bit little-endian file
+# (the only kind we read), and the kinds we recognise only to refuse.
+MH_MAGIC_64 = 0xFEEDFACF
+OTHER_THIN_MAGICS = {0xFEEDFACE, 0xCEFAEDFE, 0xCFFAEDFE}  # 32-bit, big-endian 32/64-bit
+# Fat (universal) headers are big-endian: these are their magics as written.
+FAT_MAGICS = {b"\xca\xfe\xba\xbe": 20, b"\xca\xfe\xba\xbf": 32}  # magic -> size of one fat_arch
+# 0xcafebabe is also a Java class file's magic; there the next word is its version
+# (major 45 or more), in a fat file the number of architectures: file(1)'s own test.
+FAT_ARCH_LIMIT = 20
+
+CPU_TYPES = {0x0100000C: "ARM64", 0x01000007: "X86_64", 0x0200000C: "ARM64_32", 12: "ARM", 7: "I386"}
+FILE_TYPES = {
+    1: "object", 2: "execute", 3: "fvmlib", 4: "core", 5: "preload", 6: "dylib", 7: "dylinker",
+    8: "bundle", 9: "dylib_stub", 10: "dsym", 11: "kext_bundle", 12: "fileset",
+}  # fmt: skip
+# MH_* flags of the header, by the lower-case name our rules use.
+HEADER_FLAGS = {
+    "noundefs": 0x1, "incrlink": 0x2, "dyldlink": 0x4, "bindatload": 0x8, "prebound": 0x10,
+    "split_segs": 0x20, "lazy_init": 0x40, "twolevel": 0x80, "force_flat": 0x100,
+    "nomultidefs": 0x200, "nofixprebinding": 0x400, "prebindable": 0x800, "allmodsbound": 0x1000,
+    "subsections_via_symbols": 0x2000, "canonical": 0x4000, "weak_defines": 0x8000,
+    "binds_to_weak": 0x10000, "allow_stack_execution": 0x20000, "root_safe": 0x40000,
+    "setuid_safe": 0x80000, "no_reexported_dylibs": 0x100000, "pie": 0x200000,
+    "dead_strippable_dylib": 0x400000, "has_tlv_descriptors": 0x800000,
+    "no_heap_execution": 0x1000000, "app_extension_safe": 0x2000000,
+}  # fmt: skip
+PLATFORMS = {
+    1: "macos", 2: "ios", 3: "tvos", 4: "watchos", 5: "bridgeos", 6: "maccatalyst",
+    7: "iossimulator", 8: "tvossimulator", 9: "watchossimulator", 10: "driverkit",
+    11: "visionos", 12: "visionossimulator",
+}  # fmt: skip
+
+LC_REQ_DYLD = 0x80000000
+LC_SYMTAB = 0x2
+LC_LOAD_DYLIB = 0xC
+LC_ID_DYLIB = 0xD
+LC_LOAD_WEAK_DYLIB = 0x18 | LC_REQ_DYLD
+LC_SEGMENT_64 = 0x19
+LC_RPATH = 0x1C | LC_REQ_DYLD
+LC_CODE_SIGNATURE = 0x1D
+LC_REEXPORT_DYLIB = 0x1F | LC_REQ_DYLD
+LC_LAZY_LOAD_DYLIB = 0x20
+LC_DYLD_INFO = 0x22
+LC_DYLD_INFO_ONLY = 0x22 | LC_REQ_DYLD
+LC_LOAD_UPWARD_DYLIB = 0x23 | LC_REQ_DYLD
+LC_VERSION_MIN_MACOSX = 0x24
+LC_BUILD_VERSION = 0x32
+LC_DYLD_EXPORTS_TRIE = 0x33 | LC_REQ_DYLD
+# Every command that makes dyld load a dylib: the brief's four, and upward links, which
+# load one just the same.
+LOADING = {LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB, LC_REEXPORT_DYLIB, LC_LAZY_LOAD_DYLIB, LC_LOAD_UPWARD_DYLIB}
+
+# nlist_64's n_type bits.
+N_STAB, N_PEXT, N_TYPE, N_EXT = 0xE0, 0x10, 0x0E, 0x01
+N_UNDF, N_SECT = 0x0, 0xE
+
+# The code signature (<kern/cs_blobs.h>), all big-endian.
+CSMAGIC_EMBEDDED_SIGNATURE = 0xFADE0CC0
+CSMAGIC_CODEDIRECTORY = 0xFADE0C02
+CSSLOT_CODEDIRECTORY = 0
+CSSLOT_CMS_SIGNATURE = 0x10000
+# The special slots whose blob is hashed into the CodeDirectory (at -slot): the
+# requirements, the entitlements and their DER form.
+HASHED_SPECIAL_SLOTS = (2, 5, 7)
+CS_ADHOC = 0x2
+HASH_TYPES = {1: ("sha1", 20), 2: ("sha256", 32), 3: ("sha256", 20), 4: ("sha384", 48)}  # 3: truncated
+
+_HEADER = struct.Struct("<IiiIIIII")
+_LOAD_COMMAND = struct.Struct("<II")
+_SEGMENT_64 = struct.Struct("<QQQQiiII")  # after the 16 bytes of segname
+_FOUR = struct.Struct("<IIII")  # symtab_command's and build_version_command's words after cmd, cmdsize
+_DYLIB = struct.Struct("<IIII")  # name offset, timestamp, current and compatibility version
+_TWO = struct.Struct("<II")  # linkedit_data_command's dataoff, datasize; version_min's version, sdk
+_ONE = struct.Struct("<I")
+_DYLD_INFO = struct.Struct("<10I")
+_NLIST_64 = struct.Struct("<IBBHQ")
+_BE_TWO = struct.Struct(">II")
+_BE_THREE = struct.Struct(">III")
+_CODE_DIRECTORY = struct.Struct(">9I4BI")  # up to spare2: every version has these
+_FAT_ARCH_CPU = struct.Struct(">i")
+# All the names of one file together (symbols, export trie) may take this many bytes;
+# libpython's are a few hundred KiB.
+NAME_BUDGET = 64 << 20
+
+
+@dataclass(frozen=True)
+class CodeSignature:
+    flags: int  # the CodeDirectory's flags (zig's linker writes 0x20002: linker-signed, ad hoc)
+    adhoc: bool  # CS_ADHOC: signed with no certificate, as every build of ours is
+    identifier: str  # the CodeDirectory's identifier (the file name, for a linker's signature)
+    hash_type: str  # hashlib's name of the page hash: sha256 (or sha1, for old signers)
+    problems: tuple[str, ...]  # why macOS would refuse it; empty when every hash matches
+
+
+@dataclass(frozen=True)
+class MachoFacts:
+    path: str  # relative to the tree read
+    cpu: str  # ARM64, X86_64, another CPU_TYPES name or the number in hex
+    filetype: str  # execute, dylib, bundle, object, ... (FILE_TYPES), or the number
+    flags: frozenset[str]  # the HEADER_FLAGS set in the header
+    platform: str | None  # LC_BUILD_VERSION's platform (macos), None when it has none
+    minimum_os: tuple[int, int] | None  # LC_BUILD_VERSION's minos, else LC_VERSION_MIN_MACOSX's
+    sdk: tuple[int, int] | None  # the SDK it was linked against, from the same command
+    dylibs: tuple[tuple[str, str], ...]  # (install name, compatibility version "1.0.0") loaded
+    install_name: str | None  # LC_ID_DYLIB: the name others load it by
+    rpaths: tuple[str, ...]  # LC_RPATH, in order
+    # Mach-O prefixes every C symbol with an underscore (_Py_Initialize); these names are
+    # without it, as C and verify/exports.py spell them. Exported: external symbols
+    # defined in a section (not private-external) of the symbol table, which nm and the
+    # linker read, and every name of the export trie, which dyld binds by.
+    exported: frozenset[str]
+    undefined: frozenset[str]  # external undefined symbols, likewise without the underscore
+    signature: CodeSignature | None  # None when there is no LC_CODE_SIGNATURE
+
+
+class UnreadableMacho(PyfreightError):
+    """A file that starts like a Mach-O file but cannot be read as one (said in one line)."""
+
+
+class FatMacho(UnreadableMacho):
+    """A fat (universal) file: several thin files in one, which our trees never ship."""
+
+
+class _Malformed(Exception):
+    """A structure that does not fit the file; becomes UnreadableMacho, with the name."""
+
+
+def is_macho(path: Path) -> bool:
+    """Whether `path` starts like a Mach-O file of any kind (thin 64-bit, 32-bit or
+    big-endian, or fat): the ones we cannot read are named by macho_facts, not skipped."""
+    try:
+        with path.open("rb") as handle:
+            return _kind(handle.read(8)) is not None
+    except OSError:
+        return False
+
+
+def _kind(head: bytes) -> str | None:
+    if len(head) < 4:
+        return None
+    if int.from_bytes(head[:4], "little") == MH_MAGIC_64:
+        return "thin"
+    if int.from_bytes(head[:4], "little") in OTHER_THIN_MAGICS:
+        return "other"
+    if head[:4] in FAT_MAGICS and len(head) >= 8 and 0 < int.from_bytes(head[4:8], "big") < FAT_ARCH_LIMIT:
+        return "fat"
+    return None
+
+
+def macho_files(root: Path) -> Iterator[Path]:
+    """The regular files below `root` that start like Mach-O files, in a stable order
+    (by content, not name: extension modules end in .so, executables in nothing).
+    Symlinks are not followed: libpython3.X.dylib's links name a file read anyway."""
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink() and is_macho(path):
+            yield path
+
+
+def macho_facts(path: Path, root: Path) -> MachoFacts | None:
+    """The facts of `path` (None when it is no Mach-O file at all). One that starts
+    like one but does not parse raises UnreadableMacho, a fat file FatMacho, naming it."""
+    name = path.relative_to(root).as_posix()
+    data = path.read_bytes()
+    kind = _kind(data[:8])
+    if kind is None:
+        return None
+    try:
+        if kind == "fat":
+            raise FatMacho(f"{name}: fat/universal file ({', '.join(_fat_cpus(data))}): ship thin files")
+        if kind == "other":
+            raise _Malformed("a 32-bit or big-endian Mach-O file; ours are 64-bit little-endian")
+        return _read(data, name)
+    except _Malformed as exc:
+        raise UnreadableMacho(f"{name}: not a readable Mach-O file ({exc})") from None
+
+
+def _fat_cpus(data: bytes) -> list[str]:
+    arch_size = FAT_MAGICS[data[:4]]
+    count = int.from_bytes(data[4:8], "big")  # below FAT_ARCH_LIMIT: _kind checked it
+    return [_cpu_name(_unpack(_FAT_ARCH_CPU, data, 8 + i * arch_size, "fat_arch")[0]) for i in range(count)]
+
+
+def _cpu_name(cputype: int) -> str:
+    return CPU_TYPES.get(cputype, hex(cputype & 0xFFFFFFFF))
+
+
+def _unpack(
+    layout: struct.Struct, data: bytes, offset: int, what: str, within: str = "the file"
+) -> tuple[int, ...]:
+    if offset < 0 or offset + layout.size > len(data):
+        raise _Malformed(f"{what} at byte {offset} runs past the end of {within} ({len(data)} bytes)")
+    return layout.unpack_from(data, offset)
+
+
+def _fields(layout: struct.Struct, command: bytes, what: str) -> tuple[int, ...]:
+    """A load command's own fields, after its cmd and cmdsize."""
+    return _unpack(layout, command, _LOAD_COMMAND.size, what, "its command")
+
+
+def _span(data: bytes, offset: int, size: int, what: str) -> bytes:
+    """data[offset:offset+size], which must lie inside the file."""
+    if offset + size > len(data):
+        raise _Malformed(
+            f"{what} (bytes {offset}-{offset + size}) runs past the end of the file ({len(data)} bytes)"
+        )
+    return data[offset : offset + size]
+
+
+def _version(word: int) -> tuple[int, int]:
+    """Mach-O's xxxx.yy.zz version word, as (major, minor)."""
+    return word >> 16, (word >> 8) & 0xFF
+
+
+def _text(raw: bytes) -> str:
+    """A name from the file as one printable line: it goes into our messages, and a
+    hostile file's names may hold newlines or terminal escapes."""
+    text = raw.decode(errors="backslashreplace")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def _dylib_version(word: int) -> str:
+    return f"{word >> 16}.{(word >> 8) & 0xFF}.{word & 0xFF}"
+
+
+class _Names:
+    """Decodes names, within NAME_BUDGET bytes for the whole file."""
+
+    def __init__(self) -> None:
+        self.left = NAME_BUDGET
+
+    def take(self, raw: bytes) -> str:
+        self.left -= len(raw)
+        if self.left < 0:
+            raise _Malformed(f"its names add up to more than {NAME_BUDGET >> 20} MiB")
+        name = _text(raw)
+        # Every C symbol carries Mach-O's leading underscore: the names we judge lack it.
+        return name[1:] if name.startswith("_") else name
+
+
+def _c_string(block: bytes, start: int, what: str) -> str:
+    """The NUL-terminated string at `start` of `block` (a load command, a blob)."""
+    end = block.find(b"\0", start)
+    if start < 0 or start >= len(block) or end < 0:
+        raise _Malformed(f"{what} is not a NUL-terminated string inside its command")
+    return _text(block[start:end])
+
+
+def _read(data: bytes, name: str) -> MachoFacts:
+    _, cputype, _, filetype, ncmds, sizeofcmds, flags, _ = _unpack(_HEADER, data, 0, "the header")
+    end_of_commands = _HEADER.size + sizeofcmds
+    if end_of_commands > len(data):
+        raise _Malformed(
+            f"its load commands ({sizeofcmds} bytes) run past the end of the file ({len(data)} bytes)"
+        )
+    names = _Names()
+    dylibs: list[tuple[str, str]] = []
+    rpaths: list[str] = []
+    install_name = platform = None
+    minimum_os = sdk = None
+    build_minimum: tuple[tuple[int, int], tuple[int, int]] | None = None
+    exported: set[str] = set()
+    undefined: set[str] = set()
+    signature_range: tuple[int, int] | None = None
+    offset = _HEADER.size
+    # ncmds is bounded by sizeofcmds: each command takes 8 bytes at least.
+    for index in range(ncmds):
+        what = f"load command {index}"
+        if offset + _LOAD_COMMAND.size > end_of_commands:
+            raise _Malformed(f"{what} runs past the header's {sizeofcmds} bytes of commands")
+        cmd, cmdsize = _LOAD_COMMAND.unpack_from(data, offset)
+        if cmdsize < _LOAD_COMMAND.size or offset + cmdsize > end_of_commands:
+            raise _Malformed(f"{what} has size {cmdsize}, past the header's {sizeofcmds} bytes of commands")
+        command = data[offset : offset + cmdsize]
+        if cmd == LC_SEGMENT_64:
+            _, _, fileoff, filesize, *_ = _unpack(_SEGMENT_64, command, 24, what, "its command")
+            segment = _text(command[8:24].rstrip(b"\0"))
+            _span(data, fileoff, filesize, f"segment {segment}")
+        elif cmd in LOADING or cmd == LC_ID_DYLIB:
+            at, _, _, compatibility = _fields(_DYLIB, command, what)
+            dylib = _c_string(command, at, f"{what}'s dylib name")
+            if cmd == LC_ID_DYLIB:
+                install_name = install_name or dylib
+            else:
+                dylibs.append((dylib, _dylib_version(compatibility)))
+        elif cmd == LC_RPATH:
+            rpaths.append(_c_string(command, _fields(_ONE, command, what)[0], f"{what}'s rpath"))
+        elif cmd == LC_BUILD_VERSION:
+            found, minos, sdk_word, _ = _fields(_FOUR, command, what)
+            # Several are allowed (a zippered file names macOS and Mac Catalyst): macOS's wins.
+            if platform is None or PLATFORMS.get(found) == "macos":
+                platform = PLATFORMS.get(found, str(found))
+                build_minimum = _version(minos), _version(sdk_word)
+        elif cmd == LC_VERSION_MIN_MACOSX:
+            version, sdk_word = _fields(_TWO, command, what)
+            minimum_os, sdk = _version(version), _version(sdk_word)
+        elif cmd == LC_SYMTAB:
+            symoff, nsyms, stroff, strsize = _fields(_FOUR, command, what)
+            _symbols(data, symoff, nsyms, stroff, strsize, names, exported, undefined)
+        elif cmd in (LC_DYLD_INFO, LC_DYLD_INFO_ONLY):
+            export_off, export_size = _fields(_DYLD_INFO, command, what)[8:10]
+            exported |= _trie(_span(data, export_off, export_size, "the export trie"), names)
+        elif cmd == LC_DYLD_EXPORTS_TRIE:
+            dataoff, datasize = _fields(_TWO, command, what)
+            exported |= _trie(_span(data, dataoff, datasize, "the export trie"), names)
+        elif cmd == LC_CODE_SIGNATURE:
+            dataoff, datasize = _fields(_TWO, command, what)
+            _span(data, dataoff, datasize, "the code signature")
+            signature_range = dataoff, datasize
+        offset += cmdsize
+    if build_minimum is not None:
+        minimum_os, sdk = build_minimum
+    return MachoFacts(
+        path=name,
+        cpu=_cpu_name(cputype),
+        filetype=FILE_TYPES.get(filetype, hex(filetype)),
+        flags=frozenset(flag for flag, bit in HEADER_FLAGS.items() if flags & bit),
+        platform=platform,
+        minimum_os=minimum_os,
+        sdk=sdk,
+        dylibs=tuple(dylibs),
+        install_name=install_name,
+        rpaths=tuple(rpaths),
+        exported=frozenset(exported),
+        undefined=frozenset(undefined),
+        signature=None if signature_range is None else _signature(data, *signature_range),
+    )
+
+
+def _symbols(
+    data: bytes,
+    symoff: int,
+    nsyms: int,
+    stroff: int,
+    strsize: int,
+    names: _Names,
+    exported: set[str],
+    undefined: set[str],
+) -> None:
+    """The external symbols of the symbol table (nlist_64 entries) into `exported` and
+    `undefined`; debugging entries (N_STAB) and private externals are neither."""
+    table = _span(data, symoff, nsyms * _NLIST_64.size, "the symbol table")
+    strings = _span(data, stroff, strsize, "the string table")
+    for index in range(nsyms):
+        strx, n_type, _, _, value = _NLIST_64.unpack_from(table, index * _NLIST_64.size)
+        if n_type & N_STAB or not n_type & N_EXT or n_type & N_PEXT:
+            continue
+        kind = n_type & N_TYPE
+        # An undefined entry with a value is a common symbol (of an object file): defined.
+        if kind == N_SECT or (kind == N_UNDF and value):
+            into = exported
+        elif kind == N_UNDF:
+            into = undefined
+        else:
+            continue
+        end = strings.find(b"\0", strx)
+        if strx >= strsize or end < 0:
+            raise _Malformed(f"symbol {index}'s name (at {strx}) is outside the string table")
+        into.add(names.take(strings[strx:end]))
+
+
+def _uleb(block: bytes, at: int) -> tuple[int, int]:
+    """The ULEB128 number at `at`, and where it ends (at most 10 bytes: 64 bits)."""
+    value = shift = 0
+    for index in range(at, min(at + 10, len(block))):
+        value |= (block[index] & 0x7F) << shift
+        shift += 7
+        if not block[index] & 0x80:
+            return value, index + 1
+    raise _Malformed(f"the export trie has an unterminated number at byte {at}")
+
+
+def _trie(trie: bytes, names: _Names) -> set[str]:
+    """Every name the export trie holds: the names dyld binds others' imports to. Each
+    node is visited once (a trie has no loops nor shared nodes), so a hostile trie
+    costs no more than its size."""
+    found: set[str] = set()
+    if not trie:
+        return found
+    seen: set[int] = set()
+    stack = [(0, b"")]
+    while stack:
+        node, prefix = stack.pop()
+        if node in seen or node >= len(trie):
+            raise _Malformed(f"the export trie's node at {node} is revisited or outside it")
+        seen.add(node)
+        info_size, at = _uleb(trie, node)
+        if info_size:
+            found.add(names.take(prefix))
+        at += info_size
+        if at >= len(trie):
+            raise _Malformed(f"the export trie's node at {node} runs past its end")
+        children, at = trie[at], at + 1
+        for _ in range(children):
+            end = trie.find(b"\0", at)
+            if end < 0:
+                raise _Malformed(f"the export trie's node at {node} has an unterminated edge")
+            label = trie[at:end]
+            names.take(label)  # counted: prefixes grow with every level
+            child, at = _uleb(trie, end + 1)
+            stack.append((child, prefix + label))
+    return found
+
+
+@dataclass(frozen=True)
+class _Directory:
+    """The CodeDirectory's fields the checks read."""
+
+    blob: bytes
+    hash_offset: int
+    n_special: int
+    n_code: int
+    code_limit: int
+    hash_size: int
+    algorithm: str
+    page_shift: int
+
+    def stored(self, slot: int) -> bytes:
+        """The hash kept for code page `slot`, or special slot -`slot` (a blob's)."""
+        at = self.hash_offset + slot * self.hash_size
+        return self.blob[at : at + self.hash_size]
+
+    def digest(self, content: bytes) -> bytes:
+        return hashlib.new(self.algorithm, content).digest()[: self.hash_size]
+
+
+def _signature(data: bytes, dataoff: int, datasize: int) -> CodeSignature:
+    """The code signature at `dataoff` (already inside the file), checked as macOS checks
+    it before running the code: the CodeDirectory's hash of every page of the file up to
+    the signature, and of the requirements and entitlements blobs it names."""
+    blobs = _superblob(data[dataoff : dataoff + datasize])
+    if isinstance(blobs, str):
+        return CodeSignature(0, False, "", "", (blobs,))
+    blob = blobs.get(CSSLOT_CODEDIRECTORY, b"")
+    if len(blob) < _CODE_DIRECTORY.size or _BE_TWO.unpack_from(blob)[0] != CSMAGIC_CODEDIRECTORY:
+        return CodeSignature(0, False, "", "", ("it has no readable CodeDirectory",))
+    (_, _, _, flags, hash_offset, ident_offset, n_special, n_code, code_limit,
+     hash_size, hash_type, _, page_shift, _) = _CODE_DIRECTORY.unpack_from(blob)  # fmt: skip
+    adhoc = bool(flags & CS_ADHOC)
+    identifier = ""
+    if 0 < ident_offset < len(blob) and blob.find(b"\0", ident_offset) >= 0:
+        identifier = _c_string(blob, ident_offset, "the CodeDirectory's identifier")
+    problems = [] if identifier else ["its CodeDirectory has no identifier"]
+    # A signature that is not ad hoc stands on a certificate: a CMS blob must carry it.
+    if not adhoc and len(blobs.get(CSSLOT_CMS_SIGNATURE, b"")) <= _BE_TWO.size:
+        problems.append("it is not ad hoc and carries no CMS signature")
+    if hash_type not in HASH_TYPES:
+        problems.append(f"hash type {hash_type} is none of SHA-1, SHA-256 and SHA-384")
+        return CodeSignature(flags, adhoc, identifier, "", tuple(problems))
+    algorithm, digest_size = HASH_TYPES[hash_type]
+    if hash_size != digest_size:
+        problems.append(f"hash size {hash_size} does not fit {algorithm}")
+    else:
+        directory = _Directory(
+            blob, hash_offset, n_special, n_code, code_limit, hash_size, algorithm, page_shift
+        )
+        problems += _hash_problems(data, dataoff, blobs, directory)
+    return CodeSignature(flags, adhoc, identifier, algorithm, tuple(problems))
+
+
+def _superblob(blob: bytes) -> dict[int, bytes] | str:
+    """The blobs of an embedded signature by slot, or what is wrong with it."""
+    if len(blob) < _BE_THREE.size or _BE_THREE.unpack_from(blob)[0] != CSMAGIC_EMBEDDED_SIGNATURE:
+        return "it is no embedded signature (SuperBlob magic 0xfade0cc0)"
+    _, length, count = _BE_THREE.unpack_from(blob)
+    if length > len(blob) or _BE_THREE.size + count * _BE_TWO.size > length:
+        return f"its SuperBlob's length {length} or count {count} does not fit"
+    blobs: dict[int, bytes] = {}
+    for index in range(count):
+        slot, at = _BE_TWO.unpack_from(blob, _BE_THREE.size + index * _BE_TWO.size)
+        if at + _BE_TWO.size <= length:
+            size = _BE_TWO.unpack_from(blob, at)[1]
+            if size >= _BE_TWO.size and at + size <= length:
+                blobs.setdefault(slot, blob[at : at + size])
+    return blobs
+
+
+def _hash_problems(data: bytes, dataoff: int, blobs: dict[int, bytes], cd: _Directory) -> list[str]:
+    problems = []
+    if cd.code_limit != dataoff:
+        problems.append(f"it covers bytes 0-{cd.code_limit}, but the signature starts at byte {dataoff}")
+    if cd.page_shift > 30:
+        return [*problems, f"page size 2^{cd.page_shift} is not a page size"]
+    # A page size of 0 means one page: everything up to the code limit.
+    page = 1 << cd.page_shift if cd.page_shift else max(cd.code_limit, 1)
+    pages = -(-cd.code_limit // page)
+    if cd.n_code != pages:
+        problems.append(f"it has {cd.n_code} page hashes for {pages} pages")
+    specials_start = cd.hash_offset - cd.n_special * cd.hash_size
+    if specials_start < 0 or cd.hash_offset + cd.n_code * cd.hash_size > len(cd.blob):
+        return [*problems, "its hashes lie outside its CodeDirectory"]
+    if cd.code_limit > dataoff:
+        return problems  # said above; what lies past the signature is not code
+    # n_code is bounded by the CodeDirectory's size (checked just above).
+    changed = [
+        number
+        for number in range(cd.n_code)
+        if cd.digest(data[number * page : min((number + 1) * page, cd.code_limit)]) != cd.stored(number)
+    ]
+    if changed:
+        first = changed[0] * page
+        problems.append(
+            f"{len(changed)} of its {cd.n_code} pages do not match their hashes, the first at bytes "
+            f"{first}-{min(first + page, cd.code_limit)}: the file changed after signing"
+        )
+    for slot in HASHED_SPECIAL_SLOTS:
+        # All zero when the file has no such blob (as in zig's linker signature).
+        stored = cd.stored(-slot) if slot <= cd.n_special else b""
+        if slot in blobs and not stored.strip(b"\0"):
+            problems.append(f"its blob of slot {slot} is not hashed into the CodeDirectory")
+        elif stored.strip(b"\0") and cd.digest(blobs.get(slot, b"")) != stored:
+            problems.append(f"its blob of slot {slot} does not match its hash")
+    return problems

@@ -1,0 +1,192 @@
+"""The macOS targets as data and what the build derives from them, without a build:
+the modules built for macOS (cpython/extensions.yaml `for_os`), the recipes left out,
+how a framework travels from a Setup line to PYTHON.json, CPython's link variables for
+zig's Mach-O linker, and our own declarations of the Apple interfaces zig lacks
+(macos/), compiled and linked here by the pinned zig against our framework stubs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pyfreight.archives.describe import link_entry, object_file_format
+from pyfreight.cpython.buildinfo import setup_rules
+from pyfreight.cpython.options import BuildOptions, compiler_env, configure_args
+from pyfreight.cpython.setup_local import (
+    SetupModule,
+    load_extension_data,
+    render_setup_local,
+    required_recipes,
+)
+from pyfreight.cpython.versions import cpython_source
+from pyfreight.deps.graph import for_os
+from pyfreight.embed.zig import pinned_zig
+from pyfreight.errors import PyfreightError
+from pyfreight.formats.macho import macho_facts
+from pyfreight.paths import REPO_ROOT, default_workspace
+from pyfreight.sources.recipes import load_all
+from pyfreight.targets import all_targets
+from pyfreight.verify.macho_rules import macho_problems
+
+ARM = all_targets()["aarch64-apple-darwin"]
+INTEL = all_targets()["x86_64-apple-darwin"]
+MODULES = [
+    SetupModule("_scproxy", ("_scproxy.c",)),
+    SetupModule("_uuid", ("_uuidmodule.c",)),
+    SetupModule("_tkinter", ("_tkinter.c", "tkappinit.c")),
+    SetupModule("_bz2", ("_bz2module.c",)),
+]
+
+
+def test_each_macos_target_names_its_cpu_minimum_and_signature_rule():
+    assert (ARM.binary_format, ARM.macho_cpu, ARM.macos_minimum, ARM.code_signature_required) == (
+        "macho",
+        "ARM64",
+        (11, 0),
+        True,
+    )
+    assert (INTEL.macho_cpu, INTEL.macos_minimum, INTEL.code_signature_required) == (
+        "X86_64",
+        (10, 15),
+        False,
+    )
+    for found in (ARM, INTEL):
+        # zig writes the minimum macOS from its target triple alone
+        assert found.clang_triple.endswith(f"-macos.{found.macos_minimum_text}")
+        assert found.python_platform_tag.startswith(f"macosx-{found.macos_minimum_text}-")
+        assert not found.runs_here and not found.native
+        assert found.frameworks == {"CoreFoundation", "SystemConfiguration"}
+    assert (ARM.uname_machine, INTEL.uname_machine) == ("arm64", "x86_64")
+
+
+def test_running_a_macos_program_here_is_refused_with_the_datas_reason():
+    with pytest.raises(PyfreightError) as err:
+        ARM.require_running("check-install")
+    assert str(err.value).startswith("check-install: aarch64-apple-darwin: macOS programs cannot run on this")
+
+
+def test_macos_builds_scproxy_with_its_frameworks_uuid_from_libsystem_and_no_tkinter():
+    macos = load_extension_data(os_name="macos")
+    text = render_setup_local(MODULES, macos, "Modules/Setup.stdlib.in")
+    static = text.split("*shared*")[0]
+    assert "_scproxy _scproxy.c -framework SystemConfiguration -framework CoreFoundation\n" in static
+    assert "_uuid _uuidmodule.c\n" in static  # no -luuid: libSystem has it
+    assert "_tkinter" not in static
+    assert "_tkinter  # Tk's Aqua port needs Apple's Cocoa" in text.split("*disabled*")[1]
+    assert required_recipes(MODULES, macos) == ["bzip2"]
+    # Linux keeps what it had: _tkinter with Tk and X11, _uuid from libuuid, no _scproxy
+    linux = load_extension_data(os_name="linux")
+    assert "tk" in required_recipes(MODULES, linux) and "libuuid" in required_recipes(MODULES, linux)
+    assert "_scproxy  # macOS only" in render_setup_local(MODULES, linux, "x")
+
+
+def test_no_x11_tk_or_libuuid_recipe_is_built_for_macos():
+    macos = for_os(load_all(), "macos", None)
+    assert not {"tk", "tcl", "libx11", "libxcb", "libuuid"} & set(macos)
+    assert {"openssl", "ncurses", "libedit", "libffi", "zlib"} <= set(macos)
+    with pytest.raises(PyfreightError, match="recipe tk is not built for macos: _tkinter is not built"):
+        for_os(load_all(), "macos", ["tk"])
+
+
+def test_a_framework_goes_from_the_setup_line_to_pythonjson_as_a_framework_link():
+    rules = setup_rules(
+        ["*static*\n_scproxy _scproxy.c -framework SystemConfiguration -framework CoreFoundation\n"]
+    )
+    objects, links = rules["_scproxy"]  # the framework names are not taken for modules
+    assert objects == ("Modules/_scproxy.o",)
+    assert list(rules) == ["_scproxy"]
+    assert links == ("-framework SystemConfiguration", "-framework CoreFoundation")
+    assert link_entry(links[0], {}, ARM) == {"name": "SystemConfiguration", "framework": True}
+    with pytest.raises(PyfreightError) as err:
+        link_entry("-framework Cocoa", {}, ARM)
+    assert str(err.value) == (
+        "the build links framework Cocoa, which aarch64-apple-darwin's files may not load "
+        "(libc.needed of targets/aarch64-apple-darwin.yaml)"
+    )
+
+
+def test_cpythons_macos_link_variables_suit_zigs_linker():
+    env = compiler_env(BuildOptions.parse("noopt"), ARM)
+    assert env["LDSHARED"] == "$(CC) -shared -undefined dynamic_lookup"  # -bundle: zig#25451
+    assert "-Wl,-stack_size,0x1000000" in env["LINKFORSHARED"]  # 16 MiB, read as hex
+    assert env["MACOSX_DEPLOYMENT_TARGET"] == "11.0"
+    assert "lld" not in " ".join(env.values()) and "-z" not in env["LDFLAGS"]
+    assert "-Werror=unguarded-availability-new" in env["CFLAGS_NODIST"]
+    args = configure_args(cpython_source("3.14"), BuildOptions.parse("noopt"), ARM)
+    assert "--host=aarch64-apple-darwin20" in args
+    assert "ac_cv_lib_ffi_ffi_call=no" in args  # our libffi, never taken for Apple's
+
+
+def test_object_file_format_says_mach_o(tmp_path):
+    obj = tmp_path / "a.o"
+    obj.write_bytes(b"\xcf\xfa\xed\xfe" + bytes(28))
+    assert object_file_format(obj, ARM) == "mach-o"
+
+
+# What _scproxy, pylifecycle.c's system logger and remote debugging use of the
+# interfaces zig's macOS headers lack, as they use it.
+USES_APPLE_INTERFACES = """
+#include <SystemConfiguration/SystemConfiguration.h>
+#include <mach/mach.h>
+#include <mach/mach_vm.h>
+#include <os/log.h>
+int main(void) {
+    CFDictionaryRef proxies = SCDynamicStoreCopyProxies(NULL);
+    CFNumberRef port = CFDictionaryGetValue(proxies, kSCPropNetProxiesHTTPPort);
+    int value = 0;
+    CFNumberGetValue(port, kCFNumberSInt32Type, &value);
+    os_log_with_type(OS_LOG_DEFAULT, OS_LOG_TYPE_INFO, "%{public}s", "text");
+    mach_vm_size_t size = 0;
+    mach_vm_read_overwrite(mach_task_self(), 0, 0, 0, &size);
+    CFRelease(proxies);
+    return value + (int)strlen("as _scproxy.c, with string.h from the umbrella header");
+}
+"""
+
+
+@pytest.mark.parametrize("found", [ARM, INTEL], ids=lambda t: t.triple)
+def test_our_apple_declarations_compile_and_link_the_real_frameworks(found, tmp_path):
+    """macos/include and macos/frameworks, as the build's compiler flags give them, with
+    the pinned zig: the program loads the two frameworks by their system install names
+    and libSystem, and breaks no Mach-O rule of the target."""
+    zig = pinned_zig(found, default_workspace())
+    source = tmp_path / "uses.c"
+    source.write_text(USES_APPLE_INTERFACES)
+    macos = REPO_ROOT / "macos"
+    flags = ["-I", str(macos / "include"), "-F", str(macos / "frameworks")]
+    out = tmp_path / "uses"
+    command = [*zig.command, "-O2", "-s", "-Werror", *flags, str(source), "-o", str(out)]
+    command += ["-framework", "SystemConfiguration", "-framework", "CoreFoundation"]
+    subprocess.run(command, check=True, env={**os.environ, **zig.env}, timeout=300)
+    facts = macho_facts(out, tmp_path)
+    assert facts is not None
+    assert {name for name, _ in facts.dylibs} == {
+        "/usr/lib/libSystem.B.dylib",
+        "/System/Library/Frameworks/CoreFoundation.framework/Versions/A/CoreFoundation",
+        "/System/Library/Frameworks/SystemConfiguration.framework/Versions/A/SystemConfiguration",
+    }
+    assert {"CFDictionaryGetValue", "SCDynamicStoreCopyProxies", "os_log_type_enabled"} <= facts.undefined
+    assert macho_problems(facts, found, frozenset()) == []
+
+
+def test_the_build_compiler_names_the_overlay_that_the_sysroot_carries():
+    for found in (ARM, INTEL):
+        assert found.sysroot["overlay"] == "macos"
+        assert found.compiler_flags == "-I/sysroot/macos/include -F/sysroot/macos/frameworks"
+    assert sorted(p.name for p in (REPO_ROOT / "macos" / "frameworks").iterdir()) == [
+        "CoreFoundation.framework",
+        "SystemConfiguration.framework",
+    ]
+
+
+def test_stub_install_names_are_what_the_target_allows():
+    """Each framework stub names an install name the target's files may load."""
+    for stub in (REPO_ROOT / "macos" / "frameworks").glob("*.framework/*.tbd"):
+        name = next(
+            line.split("'")[1] for line in stub.read_text().splitlines() if line.startswith("install-name")
+        )
+        assert name in ARM.allowed_needed and name in INTEL.allowed_needed, stub
+        assert Path(name).name == stub.stem

@@ -1,0 +1,146 @@
+"""The macOS targets, built here as a user builds them: `make macos-aarch64-noopt` (and
+x86_64's) cross-builds the dependencies and CPython with the pinned zig in the build
+image with no network, checks the tree's Mach-O files (its programs cannot run here)
+and writes the three archives. Then what can be proved of them without a Mac:
+PYTHON.json for packers, `pyfreight validate` passing them and failing, one line each,
+archives whose Mach-O files were made to break a rule, and `pyfreight reproduce`
+rebuilding the full archive from scratch to the same bytes. What only a Mac shows runs
+in .github/workflows/macos.yml."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from pyfreight.formats.macho import macho_facts
+from pyfreight.formats.tarball import read_member
+from pyfreight.targets import Target, all_targets
+from tests.conftest import pyfreight_cli
+
+REPO = Path(__file__).resolve().parent.parent
+MACOS = [t for t in all_targets().values() if t.macho_cpu is not None]
+pytestmark = pytest.mark.container
+
+
+def _each(*more_marks: pytest.MarkDecorator) -> list:
+    return [pytest.param(t, marks=[pytest.mark.part(t.triple), *more_marks], id=t.triple) for t in MACOS]
+
+
+@pytest.fixture(scope="module")
+def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """`make <target>-noopt` as the README says, into a dist folder of its own; the
+    three archives by flavour."""
+    target: Target = request.param
+    dist = tmp_path_factory.mktemp(f"dist-{target.make_name}")
+    proc = subprocess.run(
+        ["make", f"{target.make_name}-noopt"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=7200,
+        env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    # what the build said of the tree, in place of running it
+    assert f"check-install: {target.triple}'s programs cannot run on this machine" in proc.stderr
+    assert re.search(rf"Mach-O files: \d+, 0 problem\(s\) for {target.triple}", proc.stderr), proc.stderr[
+        -2000:
+    ]
+    archives = {}
+    for path in dist.glob("cpython-*"):
+        flavour = re.search(r"-(full|install_only_stripped|install_only)\.tar\.", path.name)
+        assert flavour is not None, path.name
+        archives[flavour[1]] = path
+    assert sorted(archives) == ["full", "install_only", "install_only_stripped"]
+    return archives
+
+
+def _members(archive: Path) -> dict[str, bytes]:
+    """Every regular file of an archive (zstd or gzip), by name."""
+    raw = archive.read_bytes()
+    if archive.name.endswith(".zst"):
+        raw = zstandard.ZstdDecompressor().decompressobj().decompress(raw)
+    with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isreg()}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("built", _each(), indirect=True)
+def test_the_archives_validate_and_say_what_packers_need(built):
+    for archive in built.values():
+        proc = pyfreight_cli("validate", archive)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    document = json.loads(read_member(built["full"], "python/PYTHON.json"))
+    target = all_targets()[document["target_triple"]]
+    assert target.macho_cpu is not None
+    assert document["object_file_format"] == "mach-o"
+    assert document["crt_features"] == ["libsystem-dynamic"]
+    assert document["python_platform_tag"] == target.python_platform_tag
+    assert document["python_suffixes"]["extension"][0] == ".cpython-314-darwin.so"
+    scproxy = document["build_info"]["extensions"]["_scproxy"][0]
+    assert {"name": "SystemConfiguration", "framework": True} in scproxy["links"]
+    assert "_tkinter" not in document["build_info"]["extensions"]
+
+
+@pytest.mark.parametrize("built", _each(), indirect=True)
+def test_the_interpreter_is_a_mach_o_program_of_the_target(built, tmp_path):
+    members = _members(built["install_only"])
+    executable = next(name for name in members if re.fullmatch(r"python/bin/python3\.\d+", name))
+    path = tmp_path / "python3"
+    path.write_bytes(members[executable])
+    facts = macho_facts(path, tmp_path)
+    assert facts is not None and facts.filetype == "execute"
+    target = next(t for t in MACOS if t.macho_cpu == facts.cpu)
+    assert facts.minimum_os == target.macos_minimum
+    assert {name for name, _ in facts.dylibs} <= target.allowed_needed
+    assert (facts.signature is not None) == target.code_signature_required
+    assert {"Py_Initialize", "PyList_New"} <= facts.exported
+
+
+def _broken_copy(archive: Path, out: Path, member: str, change) -> Path:
+    """`archive` (install_only, gzip) with `member`'s bytes changed, packed again."""
+    with tarfile.open(archive) as src, tarfile.open(out, "w:gz") as dst:
+        for info in src.getmembers():
+            data = src.extractfile(info).read() if info.isreg() else None  # type: ignore[union-attr]
+            if info.name == member and data is not None:
+                data = change(data)
+                info.size = len(data)
+            dst.addfile(info, io.BytesIO(data) if data is not None else None)
+    return out
+
+
+@pytest.mark.parametrize("built", _each(), indirect=True)
+def test_validate_fails_an_archive_whose_mach_o_file_breaks_a_rule_in_one_line(built, tmp_path):
+    archive = built["install_only"]
+    members = _members(archive)
+    executable = next(name for name in members if re.fullmatch(r"python/bin/python3\.\d+", name))
+    target = next(t for t in MACOS if f"-{t.triple}-" in archive.name)
+
+    def newer_minimum(data: bytes) -> bytes:
+        # LC_BUILD_VERSION (0x32): its minos, the third word, says macOS 99.0
+        at = data.index(b"\x32\x00\x00\x00")
+        return data[: at + 12] + (99 << 16).to_bytes(4, "little") + data[at + 16 :]
+
+    broken = _broken_copy(archive, tmp_path / "newer.tar.gz", executable, newer_minimum)
+    proc = pyfreight_cli("validate", broken)
+    assert proc.returncode != 0
+    failures = [line for line in proc.stdout.splitlines() if line.startswith("FAIL")]
+    expected = f"asks for macOS 99.0, newer than the target's {target.macos_minimum_text}"
+    assert any(executable in line and expected in line for line in failures), proc.stdout
+    if target.code_signature_required:  # the byte changed after signing: the hashes say so
+        assert any("code signature is invalid" in line for line in failures), proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("built", _each(), indirect=True)
+def test_reproduce_rebuilds_the_full_archive_from_scratch_to_the_same_bytes(built):
+    proc = pyfreight_cli("reproduce", built["full"], timeout=7200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "reproduced, byte for byte identical" in proc.stdout
