@@ -26,6 +26,7 @@ from pyfreight.deps.graph import for_os
 from pyfreight.embed.zig import pinned_zig
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.macho import macho_facts
+from pyfreight.formats.macho_symbols import hide_in_library
 from pyfreight.paths import REPO_ROOT, default_workspace
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import all_targets
@@ -133,7 +134,15 @@ USES_APPLE_INTERFACES = """
 #include <mach/mach.h>
 #include <mach/mach_vm.h>
 #include <os/log.h>
+#include <sys/socket.h>
+#include <sys/sys_domain.h>
+#include <util.h>
 int main(void) {
+    int primary = 0, secondary = 0;
+    if (openpty(&primary, &secondary, NULL, NULL, NULL) == 0 && forkpty(&primary, NULL, NULL, NULL) == 0)
+        login_tty(secondary);
+    if (socket(PF_SYSTEM, SOCK_DGRAM, SYSPROTO_CONTROL) < 0 && sizeof(struct sockaddr_sys) != 32)
+        return 2;
     CFDictionaryRef proxies = SCDynamicStoreCopyProxies(NULL);
     CFNumberRef port = CFDictionaryGetValue(proxies, kSCPropNetProxiesHTTPPort);
     int value = 0;
@@ -168,7 +177,14 @@ def test_our_apple_declarations_compile_and_link_the_real_frameworks(found, tmp_
         "/System/Library/Frameworks/CoreFoundation.framework/Versions/A/CoreFoundation",
         "/System/Library/Frameworks/SystemConfiguration.framework/Versions/A/SystemConfiguration",
     }
-    assert {"CFDictionaryGetValue", "SCDynamicStoreCopyProxies", "os_log_type_enabled"} <= facts.undefined
+    wanted = {
+        "CFDictionaryGetValue",
+        "SCDynamicStoreCopyProxies",
+        "os_log_type_enabled",
+        "openpty",
+        "login_tty",
+    }
+    assert wanted <= facts.undefined
     assert macho_problems(facts, found, frozenset()) == []
 
 
@@ -190,3 +206,46 @@ def test_stub_install_names_are_what_the_target_allows():
         )
         assert name in ARM.allowed_needed and name in INTEL.allowed_needed, stub
         assert Path(name).name == stub.stem
+
+
+DEFAULT = '__attribute__((visibility("default")))'  # what escapes -fvisibility=hidden
+
+
+def test_a_dependencys_symbols_are_linked_but_never_exported_once_hidden(tmp_path):
+    """formats/macho_symbols.py on a real static library (two objects, the pinned zig,
+    llvm-ar as the recipes archive): its symbols stay bound between the objects of a
+    link, and the program exports none of them, only its own."""
+    zig = pinned_zig(ARM, default_workspace())
+    env = {**os.environ, **zig.env}
+    sources = {
+        "api.c": f"{DEFAULT} int SSL_new(void) {{ return 41; }}\n",
+        "user.c": f"int SSL_new(void);\n{DEFAULT} int SSL_free(void) {{ return SSL_new(); }}\n",
+        "main.c": "int SSL_free(void);\nint Py_Initialize(void) { return 1; }\n"
+        "int main(void) { return SSL_free(); }\n",
+    }
+    for name, text in sources.items():
+        (tmp_path / name).write_text(text)
+        subprocess.run([*zig.command, "-O2", "-c", str(tmp_path / name), "-o", str(tmp_path / f"{name}.o")],
+                       check=True, env=env, timeout=300)  # fmt: skip
+    library = tmp_path / "libssl.a"
+    subprocess.run(["llvm-ar-19", "qcD", str(library), str(tmp_path / "api.c.o"), str(tmp_path / "user.c.o")],
+                   check=True)  # fmt: skip
+    before = library.stat().st_size
+    assert hide_in_library(library) == 2
+    assert library.stat().st_size == before and hide_in_library(library) == 0  # in place, once
+    program = tmp_path / "program"
+    # linked as CPython links (no -O at the link: zig strips no unreferenced function then)
+    subprocess.run([*zig.command, "-s", str(tmp_path / "main.c.o"), str(library), "-o", str(program)],
+                   check=True, env=env, timeout=300)  # fmt: skip
+    facts = macho_facts(program, tmp_path)
+    assert facts is not None
+    assert "Py_Initialize" in facts.exported and not {"SSL_new", "SSL_free"} & facts.exported
+
+
+def test_a_broken_library_is_named_in_one_line(tmp_path):
+    library = tmp_path / "libbroken.a"
+    library.write_bytes(
+        b"!<arch>\n" + b"api.o/          0           0     0     644     9999      `\n" + b"\xcf\xfa"
+    )
+    with pytest.raises(PyfreightError, match=r"libbroken.a: member api.o/ runs past the end of the archive"):
+        hide_in_library(library)

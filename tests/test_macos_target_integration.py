@@ -23,6 +23,7 @@ import zstandard
 from pyfreight.formats.macho import macho_facts
 from pyfreight.formats.tarball import read_member
 from pyfreight.targets import Target, all_targets
+from pyfreight.verify.macho_rules import macho_problems
 from tests.conftest import pyfreight_cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -144,3 +145,40 @@ def test_reproduce_rebuilds_the_full_archive_from_scratch_to_the_same_bytes(buil
     proc = pyfreight_cli("reproduce", built["full"], timeout=7200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "reproduced, byte for byte identical" in proc.stdout
+
+
+@pytest.mark.parametrize("built", _each(), indirect=True)
+def test_embed_links_a_macos_interpreter_from_the_full_archive_with_the_pinned_zig(built, tmp_path):
+    """`pyfreight embed` on this Linux machine, with the target's pinned zig: a Mach-O
+    program that keeps to the target's rules and exports the C API (it runs on a Mac)."""
+    out = tmp_path / "python3.14"
+    proc = pyfreight_cli("embed", built["full"], "-o", out)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    target = next(t for t in MACOS if f"-{t.triple}-" in built["full"].name)
+    facts = macho_facts(out, tmp_path)
+    assert facts is not None and facts.filetype == "execute" and facts.cpu == target.macho_cpu
+    assert macho_problems(facts, target, frozenset()) == []  # bin-less name: C API checked below
+    assert {"Py_Initialize", "PyList_New", "PyModule_Create2", "PyArg_ParseTuple"} <= facts.exported
+    frameworks = {name.split("/")[-1] for name, _ in facts.dylibs if "/Frameworks/" in name}
+    assert frameworks == {"CoreFoundation", "SystemConfiguration"}  # _scproxy's
+
+
+@pytest.mark.parametrize("built", _each(), indirect=True)
+def test_uv_lists_the_release_entry_of_the_macos_build(built, tmp_path):
+    """`pyfreight release` indexes the macOS archives for uv (macos-ARCH-none), and uv
+    (the pinned client from PyPI) reads that entry as a download for a Mac."""
+    out = tmp_path / "release"
+    made = pyfreight_cli("release", built["full"], "--base-url", f"file://{out}", "-o", out)
+    assert made.returncode == 0, made.stdout + made.stderr
+    target = next(t for t in MACOS if f"-{t.triple}-" in built["full"].name)
+    os_name, arch, libc = target.uv_platform
+    uv = str(REPO / ".venv" / "bin" / "uv")
+    listed = subprocess.run(
+        [uv, "python", "list", "--all-platforms", "--only-downloads", "--python-downloads-json-url",
+         str(out / "downloads.json")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "UV_NO_CONFIG": "1", "UV_OFFLINE": "1"},
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert f"-{os_name}-{arch}-{libc}" in listed.stdout and "macos" in listed.stdout, listed.stdout

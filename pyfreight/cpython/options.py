@@ -187,12 +187,15 @@ def recorded_flags(codegen: CodeGen, target: Target) -> tuple[str, str]:
 
 # What a macOS link of CPython needs said otherwise than its configure says it for
 # Apple's toolchain, as zig's Mach-O linker reads it:
-# - shared modules (the test-only ones) are linked with -shared: zig's driver ignores
+# - shared modules are linked with -shared: zig's driver ignores
 #   -bundle, and with -undefined dynamic_lookup alone its linker crashes (zig#25451);
 # - -stack_size is read as decimal, while configure means 0x1000000 (16 MiB, which the
 #   default recursion limit needs).
 MACHO_LINK_ENV = {
     "LDSHARED": "$(CC) -shared -undefined dynamic_lookup",
+    # The build's own shared modules (the test-only ones) get an @rpath install name of
+    # their file's name, where -shared would record their build path (Modules/…).
+    "BLDSHARED": "$(CC) -shared -undefined dynamic_lookup -Wl,-install_name,@rpath/$(@F)",
     "LDCXXSHARED": "$(CXX) -shared -undefined dynamic_lookup",
     "LINKFORSHARED": "-Wl,-stack_size,0x1000000 -framework CoreFoundation",
 }
@@ -210,8 +213,12 @@ def _macho_env(options: BuildOptions, target: Target, base: dict[str, str]) -> d
         "LDFLAGS": ldflags,
         "CPPFLAGS": f"-I{toolchain.PREFIX}/include",
         # An availability error, not a weak import nobody checks: a call to an API newer
-        # than the minimum macOS must be guarded (CPython's own code guards them).
-        "CFLAGS_NODIST": f"-ffile-prefix-map={toolchain.WORK_DIR}=. -Werror=unguarded-availability-new",
+        # than the minimum macOS must be guarded (CPython's own code guards them). zig
+        # makes __DATE__ an error; clang takes it from SOURCE_DATE_EPOCH (the source's
+        # date), as on Linux, so getbuildinfo.c's build date reproduces.
+        "CFLAGS_NODIST": (
+            f"-ffile-prefix-map={toolchain.WORK_DIR}=. -Werror=unguarded-availability-new -Wno-date-time"
+        ),
         "LDFLAGS_NODIST": f"-L{toolchain.PREFIX}/lib {toolchain.LDFLAGS['macho']}",
         "MACOSX_DEPLOYMENT_TARGET": target.macos_minimum_text,
     }

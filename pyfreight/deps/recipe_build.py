@@ -9,16 +9,19 @@ adds to the prefix is the artifact."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyfreight import toolchain
 from pyfreight.container.build_image import BuildImage
 from pyfreight.container.build_job import BuildJob, job_key, run_build_job
 from pyfreight.errors import PyfreightError
+from pyfreight.formats import macho_symbols
 from pyfreight.formats.arfile import nondeterministic_members
+from pyfreight.formats.macho_symbols import hide_in_library
 from pyfreight.formats.tarball import newest_mtime, walk_sorted, write_tar
 from pyfreight.hashing import file_sha256
+from pyfreight.logs import say
 from pyfreight.paths import Workspace
 from pyfreight.records import record_matches, write_record
 from pyfreight.sources.recipes import Recipe
@@ -52,13 +55,18 @@ def artifact_stem(recipe: Recipe, target: Target) -> str:
 
 
 def recipe_job(
-    recipe: Recipe, dependency_keys: dict[str, str], artifacts: list[Path] | None = None
+    recipe: Recipe, dependency_keys: dict[str, str], target: Target, artifacts: list[Path] | None = None
 ) -> BuildJob:
-    return BuildJob.from_recipe(recipe, dependency_keys, artifacts or [])
+    """A recipe's build job; for a macOS target, the code that hides its libraries'
+    symbols afterwards is part of what the artifact is keyed by."""
+    job = BuildJob.from_recipe(recipe, dependency_keys, artifacts or [])
+    if target.binary_format == "macho":
+        job = replace(job, host_code={"macho_symbols.py": Path(macho_symbols.__file__)})
+    return job
 
 
 def recipe_key(recipe: Recipe, image: BuildImage, target: Target, dependency_keys: dict[str, str]) -> str:
-    return job_key(recipe_job(recipe, dependency_keys), image, target)
+    return job_key(recipe_job(recipe, dependency_keys, target), image, target)
 
 
 def cached_artifact(ws: Workspace, recipe: Recipe, target: Target, key: str) -> Artifact | None:
@@ -108,6 +116,15 @@ def _output_problems(prefix: Path, files: list[str]) -> list[str]:
     return problems
 
 
+def _hide_library_symbols(recipe: Recipe, prefix: Path, files: list[str]) -> None:
+    """A macOS target's static libraries export nothing from what links them
+    (formats/macho_symbols.py)."""
+    hidden = sum(
+        hide_in_library(prefix / f) for f in files if f.endswith(".a") and not (prefix / f).is_symlink()
+    )
+    say(f"  {recipe.name}: {hidden} external symbols of its static libraries made private extern")
+
+
 def build_recipe(
     recipe: Recipe,
     image: BuildImage,
@@ -120,7 +137,7 @@ def build_recipe(
 ) -> Artifact:
     """Builds `recipe` in a container; returns the artifact, written atomically."""
     stem = artifact_stem(recipe, target)
-    job = recipe_job(recipe, dependency_keys, [d.path for d in dependencies])
+    job = recipe_job(recipe, dependency_keys, target, [d.path for d in dependencies])
     epoch = newest_mtime(ws.downloads / recipe.sources[0].file) or DEFAULT_EPOCH
     with run_build_job(job, image, target, jobs, epoch, ws, ws.logs / f"{stem}.log") as finished:
         prefix = finished.prefix
@@ -133,6 +150,8 @@ def build_recipe(
                 f"{recipe.name}: the artifact would not be reproducible (fix it in build.sh):\n  "
                 + "\n  ".join(problems[:20])
             )
+        if target.binary_format == "macho":
+            _hide_library_symbols(recipe, prefix, files)
         tar = ws.artifacts / f"{stem}.tar"
         write_tar(tar, ((f, prefix / f) for f in files), epoch)
     write_record(

@@ -93,6 +93,9 @@ def embed(
         target = archive_target(archive)
         if target.binary_format == "pe":
             extra = []  # a PE image is relocatable (ASLR) and linked without symbols (-s) anyway
+        elif target.binary_format == "macho":
+            # every macOS program is position-independent; -s leaves out the debug map
+            extra = ["-s"] if strip else []
         pinned = (
             pinned_zig(target, ws) if target.zig is not None and not (cc or os.environ.get("CC")) else None
         )

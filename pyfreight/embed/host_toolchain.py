@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pyfreight.embed.zig import PinnedCompiler
 from pyfreight.errors import PyfreightError
+from pyfreight.toolchain import LLVM
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class HostToolchain:
     lld_dir: Path | None = None  # a folder holding an `ld.lld` for -B / -fuse-ld=lld
     link_flags: tuple[str, ...] = field(default=())
     object_format: str = "elf"  # "elf", "coff" or "llvm-bitcode:N" (PYTHON.json's)
-    binary_format: str = "elf"  # what it links: "elf" or "pe" (the archive's target's)
+    binary_format: str = "elf"  # what it links: "elf", "pe" or "macho" (the archive's target's)
     env: dict[str, str] = field(default_factory=dict)  # for every tool run, beside os.environ
     library_names: dict[str, str] = field(default_factory=dict)  # -l names this compiler spells otherwise
 
@@ -44,13 +45,13 @@ class HostToolchain:
 
 def bitcode_version(object_file_format: str) -> str | None:
     """'llvm-bitcode:19' -> '19'; 'elf' or 'coff' -> None. Anything else is refused by name."""
-    if object_file_format in ("elf", "coff"):
+    if object_file_format in ("elf", "coff", "mach-o"):
         return None
     match = re.fullmatch(r"llvm-bitcode:(\d+)", object_file_format)
     if not match:
         raise PyfreightError(
             f"PYTHON.json object_file_format {object_file_format!r} is not one embed knows "
-            "(elf, coff or llvm-bitcode:N); is the archive from a newer pyfreight?"
+            "(elf, coff, mach-o or llvm-bitcode:N); is the archive from a newer pyfreight?"
         )
     return match.group(1)
 
@@ -105,6 +106,29 @@ def find_toolchain(
         )
     description = _version_line(command, env)
     major = bitcode_version(object_file_format)
+    pinned_flags = tuple(pinned.link_flags) if pinned is not None and use_pinned else ()
+    if object_file_format == "mach-o":
+        # binutils reads no arm64 Mach-O: LLVM's ar and nm read both CPUs (and on a Mac
+        # they are Xcode's own ar and nm's kin; a Mac's `cc` finds them as llvm-*).
+        ar, nm = (
+            _llvm_tool("llvm-ar", LLVM) or shutil.which("ar"),
+            _llvm_tool("llvm-nm", LLVM) or shutil.which("nm"),
+        )
+        if not ar or not nm:
+            raise PyfreightError(
+                f"no llvm-ar or llvm-nm found to read Mach-O objects: install llvm-{LLVM} "
+                f"(Debian: apt-get install llvm-{LLVM}), or Xcode's command line tools on a Mac"
+            )
+        return HostToolchain(
+            cc=tuple(command),
+            cc_description=description,
+            ar=ar,
+            nm=nm,
+            link_flags=pinned_flags,
+            object_format=object_file_format,
+            binary_format=binary_format,
+            env=env,
+        )
     if major is None:
         ar, nm = shutil.which("ar"), shutil.which("nm")
         if not ar or not nm:

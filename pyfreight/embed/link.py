@@ -89,7 +89,10 @@ class Linker:
         out.unlink(missing_ok=True)
         listing = self.work / "objects.txt"
         listing.write_text("".join(f"{o}\n" for o in objects))
-        self.run([self.toolchain.ar, "qcD", str(out), f"@{listing}"], "archiving libpython")
+        # Mach-O linkers read the BSD archive format (Apple's ar writes it; llvm-ar on
+        # Linux writes GNU's unless told).
+        darwin = ["--format=darwin"] if self.toolchain.object_format == "mach-o" else []
+        self.run([self.toolchain.ar, "qcD", *darwin, str(out), f"@{listing}"], "archiving libpython")
         self.run([self.toolchain.ar, "sD", str(out)], "indexing libpython")
 
 
@@ -109,6 +112,22 @@ def link_flags(plan: EmbedPlan, toolchain: HostToolchain) -> list[str]:
         # image unless exported; the image has no symbols (-s), as the archive's own.
         names = toolchain.library_names
         return [*map(str, libraries), *(f"-l{names.get(n, n)}" for n in plan.inputs.system_libraries), "-s"]
+    if toolchain.binary_format == "macho":
+        # macOS: the linker takes archives in any order; frameworks by name; the 16 MiB
+        # main-thread stack CPython's own link asks for (in hex: zig's linker reads
+        # decimal otherwise). The executable exports its symbols for extension modules.
+        frameworks = [word for name in plan.inputs.frameworks for word in ("-framework", name)]
+        system = [f"-l{name}" for name in plan.inputs.system_libraries]
+        return [
+            *map(str, libraries),
+            *system,
+            *frameworks,
+            "-Wl,-stack_size,0x1000000",
+            # zig strips functions nothing in the program calls when a link is optimized,
+            # and extension modules loaded later call them
+            "-Wl,--no-gc-sections",
+            *toolchain.link_flags,
+        ]
     hidden = ":".join(p.name for p in libraries)
     flags = ["-Wl,--start-group", *map(str, libraries), "-Wl,--end-group"]
     flags += [f"-l{name}" for name in plan.inputs.system_libraries]
@@ -149,6 +168,14 @@ def build_libpython(plan: EmbedPlan, linker: Linker) -> Path:
     return library
 
 
+def whole_archive(library: Path, toolchain: HostToolchain) -> list[str]:
+    """Every member of `library` linked in: GNU ld's and lld's --whole-archive, or a
+    Mach-O linker's -force_load."""
+    if toolchain.binary_format == "macho":
+        return [f"-Wl,-force_load,{library}"]
+    return ["-Wl,--whole-archive", str(library), "-Wl,--no-whole-archive"]
+
+
 def link_executable(
     plan: EmbedPlan,
     linker: Linker,
@@ -166,9 +193,7 @@ def link_executable(
         "-o",
         str(partial),
         *map(str, program_objects),
-        "-Wl,--whole-archive",
-        str(library),
-        "-Wl,--no-whole-archive",
+        *whole_archive(library, linker.toolchain),
         *link_flags(plan, linker.toolchain),
         *extra_flags,
     ]

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyfreight.container.zig_sysroot import unpack_zig
+from pyfreight.container.zig_sysroot import overlay_folder, unpack_zig
 from pyfreight.cpython.windows_projects import load_settings
 from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import owned
@@ -28,6 +28,7 @@ class PinnedCompiler:
     command: tuple[str, ...]  # zig cc -target TRIPLE
     env: dict[str, str] = field(default_factory=dict)  # zig's cache folders
     library_names: dict[str, str] = field(default_factory=dict)  # Windows' name -> mingw-w64's
+    link_flags: tuple[str, ...] = ()  # what every link with it needs (macOS: our framework stubs)
 
 
 def pinned_zig(target: Target, ws: Workspace) -> PinnedCompiler:
@@ -49,8 +50,13 @@ def pinned_zig(target: Target, ws: Workspace) -> PinnedCompiler:
     # The import libraries mingw-w64 names otherwise than Windows does, as the Windows
     # build links them (windows/projects.yaml `libraries`: pathcch).
     renamed = load_settings()["libraries"]
+    # A zig sysroot's overlay (macos/: the framework stubs _scproxy links), as the build
+    # names it in the target's compiler flags, from this repository.
+    overlay = overlay_folder(target.sysroot)
+    frameworks = () if overlay is None else ("-F", str(overlay / "frameworks"))
     return PinnedCompiler(
         command=(str(home / "zig"), "cc", "-target", target.clang_triple),
         env={"ZIG_GLOBAL_CACHE_DIR": cache, "ZIG_LOCAL_CACHE_DIR": cache},
         library_names={k: v for k, v in renamed.items() if k in target.system_libraries},
+        link_flags=frameworks,
     )
