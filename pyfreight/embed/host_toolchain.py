@@ -108,7 +108,7 @@ def find_toolchain(
     major = bitcode_version(object_file_format)
     pinned_flags = tuple(pinned.link_flags) if pinned is not None and use_pinned else ()
     if object_file_format == "mach-o":
-        # binutils reads no arm64 Mach-O: LLVM's ar and nm read both CPUs (and on a Mac
+        # binutils reads no Apple-silicon Mach-O: LLVM's ar and nm read both CPUs (and on a Mac
         # they are Xcode's own ar and nm's kin; a Mac's `cc` finds them as llvm-*).
         ar, nm = (
             _llvm_tool("llvm-ar", LLVM) or shutil.which("ar"),
