@@ -43,6 +43,8 @@ class Target:
     macho_cpu: str | None  # the Mach-O CPU type name (ARM64, X86_64), for a target of Mach-O files
     macos_minimum: tuple[int, int] | None  # the oldest macOS its files may ask for (LC_BUILD_VERSION)
     code_signature_required: bool  # every Mach-O file carries a valid ad-hoc signature (Apple silicon)
+    # bundled libraries' symbols the pinned linker exports anyway -> why (macho data)
+    exported_by_the_toolchain: MappingProxyType[str, str]
     libc: str  # "glibc", "musl" or "ucrt"
     libc_ceiling: tuple[int, int] | None  # glibc: no shipped ELF file may need a newer version
     static_linking: bool  # the C library can be linked statically (the `static` modifier)
@@ -173,6 +175,7 @@ class Target:
             macho_cpu=macho.get("cpu"),
             macos_minimum=_major_minor(macho["minimum_os"]) if macho else None,
             code_signature_required=macho.get("code_signature") == "required",
+            exported_by_the_toolchain=MappingProxyType(dict(macho.get("exported_by_the_toolchain", {}))),
             libc=data["libc"]["name"],
             libc_ceiling=None if ceiling is None else _major_minor(ceiling),
             static_linking=bool(data["libc"].get("static_linking", False)),

@@ -249,3 +249,19 @@ def test_a_broken_library_is_named_in_one_line(tmp_path):
     )
     with pytest.raises(PyfreightError, match=r"libbroken.a: member api.o/ runs past the end of the archive"):
         hide_in_library(library)
+
+
+def test_only_the_symbol_the_target_names_may_escape_and_only_for_that_target(tmp_path):
+    """x86_64's data names OPENSSL_ia32cap_P (a common symbol zig's linker exports
+    although private extern); any other bundled symbol, or the same on arm64, is refused."""
+    from dataclasses import replace
+
+    from tests.test_macho_rules import GOOD_DYLIB, SHIPPED
+
+    intel = replace(GOOD_DYLIB, cpu="X86_64", minimum_os=(10, 15), signature=None)
+    leaking = replace(intel, exported=intel.exported | {"OPENSSL_ia32cap_P"})
+    assert macho_problems(leaking, INTEL, SHIPPED) == []
+    more = replace(leaking, exported=leaking.exported | {"OPENSSL_cleanse"})
+    assert macho_problems(more, INTEL, SHIPPED) == ["exports symbols of bundled libraries: OPENSSL_cleanse"]
+    arm = replace(GOOD_DYLIB, exported=GOOD_DYLIB.exported | {"OPENSSL_ia32cap_P"})
+    assert macho_problems(arm, ARM, SHIPPED) == ["exports symbols of bundled libraries: OPENSSL_ia32cap_P"]

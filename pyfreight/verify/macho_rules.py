@@ -89,7 +89,10 @@ def macho_problems(facts: MachoFacts, target: Target, shipped_install_names: fro
             f"code signature is invalid ({'; '.join(facts.signature.problems)}): "
             "sign it again (ad hoc) after the last change to the file"
         )
-    bundled = bundled_exports(facts.exported)
+    # what the target's data names as exported by the pinned linker anyway, with why
+    bundled = [
+        name for name in bundled_exports(facts.exported) if name not in target.exported_by_the_toolchain
+    ]
     if bundled:
         problems.append(f"exports symbols of bundled libraries: {', '.join(bundled[:5])}")
     libpython_shipped = any(LIBPYTHON.match(PurePosixPath(name).name) for name in shipped_install_names)
