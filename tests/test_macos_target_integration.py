@@ -174,8 +174,8 @@ def test_uv_lists_the_release_entry_of_the_macos_build(built, tmp_path):
     os_name, arch, libc = target.uv_platform
     uv = str(REPO / ".venv" / "bin" / "uv")
     listed = subprocess.run(
-        [uv, "python", "list", "--all-platforms", "--all-arches", "--only-downloads", "--python-downloads-json-url",
-         str(out / "downloads.json")],
+        [uv, "python", "list", "--all-platforms", "--all-arches", "--only-downloads",
+         "--python-downloads-json-url", str(out / "downloads.json")],
         capture_output=True,
         text=True,
         env={**os.environ, "UV_NO_CONFIG": "1", "UV_OFFLINE": "1"},
