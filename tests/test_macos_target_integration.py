@@ -81,7 +81,7 @@ def test_the_archives_validate_and_say_what_packers_need(built):
     document = json.loads(read_member(built["full"], "python/PYTHON.json"))
     target = all_targets()[document["target_triple"]]
     assert target.macho_cpu is not None
-    assert document["object_file_format"] == "mach-o"
+    assert document["build_info"]["object_file_format"] == "mach-o"
     assert document["crt_features"] == ["libsystem-dynamic"]
     assert document["python_platform_tag"] == target.python_platform_tag
     assert document["python_suffixes"]["extension"][0] == ".cpython-314-darwin.so"
