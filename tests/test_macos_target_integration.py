@@ -182,3 +182,26 @@ def test_uv_lists_the_release_entry_of_the_macos_build(built, tmp_path):
     )  # fmt: skip
     assert listed.returncode == 0, listed.stderr
     assert f"-{os_name}-{arch}-{libc}" in listed.stdout and "macos" in listed.stdout, listed.stdout
+
+
+@pytest.mark.parametrize("target", _each())
+def test_cpython_3_15_builds_for_macos_and_validates(target, tmp_path):
+    """The pinned 3.15 release too, as the README's `CPYTHON=3.15` asks: its configure
+    finds dup3 and pipe2 in zig's libSystem stub unless the target file answers "no"
+    (macOS has them only from 27.0), and the build would stop on an unguarded call."""
+    dist = tmp_path / "dist"
+    proc = subprocess.run(
+        ["make", f"{target.make_name}-noopt", "CPYTHON=3.15"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=7200,
+        env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    (full,) = dist.glob("cpython-3.15.*-full.tar.zst")
+    checked = pyfreight_cli("validate", full)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    document = json.loads(read_member(full, "python/PYTHON.json"))
+    assert document["python_suffixes"]["extension"][0] == ".cpython-315-darwin.so"
+    assert document["build_info"]["object_file_format"] == "mach-o"
