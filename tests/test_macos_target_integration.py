@@ -35,14 +35,10 @@ def _each(*more_marks: pytest.MarkDecorator) -> list:
     return [pytest.param(t, marks=[pytest.mark.part(t.triple), *more_marks], id=t.triple) for t in MACOS]
 
 
-@pytest.fixture(scope="module")
-def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """`make <target>-noopt` as the README says, into a dist folder of its own; the
-    three archives by flavour."""
-    target: Target = request.param
-    dist = tmp_path_factory.mktemp(f"dist-{target.make_name}")
+def _make(dist: Path, *make_args: str) -> subprocess.CompletedProcess[str]:
+    """`make ARGS` as a user types it, archives into `dist`; it must succeed."""
     proc = subprocess.run(
-        ["make", f"{target.make_name}-noopt"],
+        ["make", *make_args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -50,6 +46,25 @@ def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return proc
+
+
+def _validated_full_archive(dist: Path) -> tuple[Path, dict]:
+    """The one full archive `dist` holds, once `pyfreight validate` passes it, and its
+    PYTHON.json."""
+    (full,) = dist.glob("cpython-*-full.tar.zst")
+    checked = pyfreight_cli("validate", full)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    return full, json.loads(read_member(full, "python/PYTHON.json"))
+
+
+@pytest.fixture(scope="module")
+def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """`make <target>-noopt` as the README says, into a dist folder of its own; the
+    three archives by flavour."""
+    target: Target = request.param
+    dist = tmp_path_factory.mktemp(f"dist-{target.make_name}")
+    proc = _make(dist, f"{target.make_name}-noopt")
     # what the build said of the tree, in place of running it
     assert f"check-install: {target.triple}'s programs cannot run on this machine" in proc.stderr
     assert re.search(rf"Mach-O files: \d+, 0 problem\(s\) for {target.triple}", proc.stderr), proc.stderr[
@@ -189,19 +204,30 @@ def test_cpython_3_15_builds_for_macos_and_validates(target, tmp_path):
     """The pinned 3.15 release too, as the README's `CPYTHON=3.15` asks: its configure
     finds dup3 and pipe2 in zig's libSystem stub unless the target file answers "no"
     (macOS has them only from 27.0), and the build would stop on an unguarded call."""
-    dist = tmp_path / "dist"
-    proc = subprocess.run(
-        ["make", f"{target.make_name}-noopt", "CPYTHON=3.15"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=7200,
-        env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    (full,) = dist.glob("cpython-3.15.*-full.tar.zst")
-    checked = pyfreight_cli("validate", full)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    document = json.loads(read_member(full, "python/PYTHON.json"))
+    _make(tmp_path, f"{target.make_name}-noopt", "CPYTHON=3.15")
+    full, document = _validated_full_archive(tmp_path)
+    assert full.name.startswith("cpython-3.15.")
     assert document["python_suffixes"]["extension"][0] == ".cpython-315-darwin.so"
     assert document["build_info"]["object_file_format"] == "mach-o"
+
+
+@pytest.mark.parametrize("target", _each())
+@pytest.mark.parametrize(
+    ("make_args", "abi_tag"),
+    [(["{make}-noopt", "FREETHREADED=1"], "t"), (["{make}-debug"], "d")],
+    ids=["ft", "debug"],
+)
+def test_free_threaded_and_debug_builds_for_macos_validate(target, make_args, abi_tag, tmp_path):
+    """The other variants a target builds: a free-threaded tree (python3.14t) and a debug
+    one (python3.14d), which zig's cc, not optimizing, would build with UBSan and link its
+    runtime into. PYTHON.json, told by the GIL release build python, says the tree's ABI
+    flags and paths; the interpreter is one file, whatever its names."""
+    _make(tmp_path, *(arg.format(make=target.make_name) for arg in make_args))
+    full, document = _validated_full_archive(tmp_path)
+    assert document["python_abi_tag"] == abi_tag
+    assert document["python_paths"]["include"] == f"install/include/python3.14{abi_tag}"
+    assert document["python_suffixes"]["extension"][0] == f".cpython-314{abi_tag}-darwin.so"
+    members = _members(full)
+    interpreters = [name for name in members if re.fullmatch(r"python/install/bin/python3\.\d+\w?", name)]
+    assert interpreters == [f"python/install/bin/python3.14{abi_tag}"]  # python3.14 is a symlink
+    assert b"__ubsan_handle" not in members[interpreters[0]]

@@ -144,6 +144,23 @@ def test_free_threaded_tree(tmp_path):
     assert "python3.14t" in (root / "bin" / "pip3").read_text().splitlines()[1]
 
 
+def test_the_interpreter_make_install_hard_links_is_one_file(tmp_path):
+    """A free-threaded `make install` leaves bin/python3.14 a hard link of python3.14t;
+    archives would carry it twice, and bin/python3 (-> python3.14) would resolve to
+    another path than bin/python (-> python3.14t), which validate refuses."""
+    root = tmp_path / "tree"
+    lib = fake_tree(root)
+    lib.rename(root / "lib" / "python3.14t")
+    bin_dir = root / "bin"
+    (bin_dir / "python3.14").rename(bin_dir / "python3.14t")
+    (bin_dir / "python3.14").hardlink_to(bin_dir / "python3.14t")
+    (bin_dir / "python3").symlink_to("python3.14")
+    make_relocatable(root, "3.14.7")
+    assert (bin_dir / "python3.14").readlink().name == "python3.14t"
+    assert (bin_dir / "python3.14t").stat().st_nlink == 1
+    assert (bin_dir / "python").resolve() == (bin_dir / "python3").resolve() == bin_dir / "python3.14t"
+
+
 def test_build_paths_found_in_any_text_file_shebangs_included(tmp_path):
     # The install prefix is a build path too: python-config.py kept #!/install/bin/…
     # because the scan only knew /tools/deps, /build/work and /sysroot.

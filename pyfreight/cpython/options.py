@@ -215,9 +215,12 @@ def _macho_env(options: BuildOptions, target: Target, base: dict[str, str]) -> d
         # An availability error, not a weak import nobody checks: a call to an API newer
         # than the minimum macOS must be guarded (CPython's own code guards them). zig
         # makes __DATE__ an error; clang takes it from SOURCE_DATE_EPOCH (the source's
-        # date), as on Linux, so getbuildinfo.c's build date reproduces.
+        # date), as on Linux, so getbuildinfo.c's build date reproduces. zig's cc turns
+        # UBSan on (and links its runtime) in a build that does not optimize, a debug one:
+        # a debug interpreter must be CPython's own, as on Linux, not a sanitizer's.
         "CFLAGS_NODIST": (
-            f"-ffile-prefix-map={toolchain.WORK_DIR}=. -Werror=unguarded-availability-new -Wno-date-time"
+            f"-ffile-prefix-map={toolchain.WORK_DIR}=. -Werror=unguarded-availability-new -Wno-date-time "
+            "-fno-sanitize=undefined"
         ),
         "LDFLAGS_NODIST": f"-L{toolchain.PREFIX}/lib {toolchain.LDFLAGS['macho']}",
         "MACOSX_DEPLOYMENT_TARGET": target.macos_minimum_text,

@@ -9,6 +9,7 @@ and so that prefixes are computed from where the tree is at run time."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from functools import cache
 from pathlib import Path
@@ -205,11 +206,32 @@ def make_relocatable(tree: Path, version: str) -> list[Path]:
         text = scrub_flags(build_details.read_text())
         build_details.write_text(_relative_build_details(text, build_details, tree))
     _link_duplicate_static_library(tree, python)
+    _one_interpreter_file(tree)
     _link_python_names(tree, python)
     leftovers = find_build_paths(tree)
     if leftovers:
         raise PyfreightError("build-time paths remain in the install tree:\n  " + "\n  ".join(leftovers[:30]))
     return rewritten
+
+
+def _one_interpreter_file(tree: Path) -> None:
+    """`make install` of a free-threaded or debug build installs the interpreter as
+    python3.14t or python3.14d and hard-links python3.14 to it. An archive stores a hard
+    link as a second regular file (formats/tarball.py): the shorter name becomes a
+    symlink to the interpreter instead, so the archive carries it once and every name
+    resolves to the one file."""
+    bin_dir = tree / "bin"
+    interpreters = [
+        path
+        for path in sorted(bin_dir.glob("python3.*"))
+        if path.is_file() and not path.is_symlink() and not path.name.endswith("-config")
+    ]
+    for name in interpreters:
+        for longer in interpreters:
+            if longer.name.startswith(name.name) and longer != name and os.path.samefile(name, longer):
+                name.unlink()
+                name.symlink_to(longer.name)
+                break
 
 
 def _link_python_names(tree: Path, python: str) -> None:

@@ -7,8 +7,9 @@ on PYTHONPATH), so the paths, the version and the bytecode facts are the tree's 
 sysconfig reads the tree's own build-time variables (_PYTHON_SYSCONFIGDATA_NAME). What
 the running interpreter would still answer for itself is then taken from the tree:
 the platform tag, computed by the stdlib's own macOS rule from the tree's deployment
-target; the extension suffixes, with the tree's SOABI; the built-in modules, from the
-tree's inittab (argv[2], one name per line); the executable, the tree's.
+target; the ABI flags and the extension suffixes, with the tree's ABIFLAGS and SOABI; the
+built-in modules, from the tree's inittab (argv[2], one name per line); the executable,
+the tree's.
 
 argv: the tree's interpreter (bin/python3.X), the file of built-in module names, and
 the machine name its uname reports (the last part of the target's platform tag)."""
@@ -37,6 +38,9 @@ if described.returncode != 0:
     sys.exit(f"describe_python.py failed:\n{described.stderr}")
 facts = json.loads(described.stdout)
 config = facts["config_vars"]
+# The build python's own ABI flags are those of a GIL, release build; the tree's are in
+# its build-time variables (t: free-threaded, d: debug).
+facts["python_abi_tag"] = config["abiflags"] = config["ABIFLAGS"]
 
 sys.path.insert(0, str(stdlib))
 import _osx_support  # noqa: E402  (the tree's own copy: the rule its sysconfig applies)

@@ -16,6 +16,12 @@ _STARTUP = "import sys; print(' '.join(sorted(sys.modules)))"
 startup = subprocess.run([sys.executable, "-I", "-c", _STARTUP], capture_output=True, text=True, check=True)
 
 impl = sys.implementation
+# The ABI flags the paths are expanded with: the build's own (ABIFLAGS). They are
+# sys.abiflags when an interpreter describes itself; when a cross build's build python
+# describes a tree it cannot run (describe_foreign.py), the tree's differ from its own
+# for a free-threaded or debug tree (include/python3.14t, not include/python3.14).
+abiflags = sysconfig.get_config_var("ABIFLAGS")
+path_vars = {"abiflags": abiflags} if isinstance(abiflags, str) else None
 facts = {
     "python_version": platform.python_version(),
     "python_major_minor_version": sysconfig.get_python_version(),
@@ -34,7 +40,7 @@ facts = {
         "optimized_bytecode": list(machinery.OPTIMIZED_BYTECODE_SUFFIXES),
         "extension": list(machinery.EXTENSION_SUFFIXES),
     },
-    "paths": sysconfig.get_paths(),
+    "paths": sysconfig.get_paths(vars=path_vars),
     "paths_abstract": sysconfig.get_paths(expand=False),
     "config_vars": {k: str(v) for k, v in sorted(sysconfig.get_config_vars().items())},
     "prefix": sys.prefix,
