@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
+
+from pyfreight.formats.untrusted import remove_tree
 
 _OWNER = re.compile(r"\.pid(\d+)\.")
 
@@ -39,9 +40,8 @@ def sweep(folder: Path) -> list[str]:
         match = _OWNER.search(path.name)
         if match is None or alive(int(match.group(1))):
             continue
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
+        # However deep and whatever it holds (an archive unpacked by a killed run), it is
+        # removed without raising: a leftover must never stop a later command.
+        remove_tree(path)
         removed.append(path.name)
     return removed

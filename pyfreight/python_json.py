@@ -240,6 +240,8 @@ def checked_document(root: Path, source: Path) -> dict[str, Any]:
         ) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise PyfreightError(f"{source}: python/PYTHON.json is not valid JSON ({exc})") from None
+    except OSError as exc:  # a folder or a fifo by that name, say
+        raise PyfreightError(f"{source}: python/PYTHON.json cannot be read ({exc.strerror})") from None
     if not isinstance(document, dict):
         raise PyfreightError(f"{source}: python/PYTHON.json is not a JSON object")
     errors = schema_errors(document)

@@ -165,6 +165,11 @@ def _build_cases(outside: Path) -> dict[str, tuple[Callable[[Path], Path], str]]
             "not a readable tar archive",
         ),
         "empty-archive": (lambda path: _write(path, _tar_bytes(lambda t: None)), "an empty archive"),
+        # 1100 folders: unpacked, it broke every recursive walk and removal (RecursionError)
+        "deep-tree": (
+            tar(lambda t: (_file(t, "python/PYTHON.json", b"{}"), _file(t, "python/" + "d/" * 1100 + "f"))),
+            "folders deep",
+        ),
         "not-json": (
             tar(lambda t: (_file(t, "python/PYTHON.json", b"{not json"), _file(t, "python/install/bin/x"))),
             "PYTHON.json",

@@ -179,3 +179,23 @@ def test_the_required_extensions_alone_link_and_start(noopt_dist, tmp_path):
     result = _run_packer(source, noopt_dist, tmp_path, "import sys; print(sorted(sys.builtin_module_names))")
     assert result.returncode == 0, result.stderr
     assert {"atexit", "_datetime", "posix"} <= set(json.loads(result.stdout.replace("'", '"')))
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["install/..\\..\\..\\windows\\python.exe", "install\\python.exe", "install/C:python.exe"],
+)
+def test_a_path_windows_would_read_differently_is_off_schema(path):
+    """Wine and Windows take a backslash as a separator and a colon as a drive or a
+    stream: such a path could leave the tree there however it reads here."""
+    errors = python_json.schema_errors({"python_exe": path})
+    assert [e for e in errors if "python_exe" in e and "does not match" in e], errors
+    plain = python_json.schema_errors({"python_exe": "install/python.exe"})
+    assert not [e for e in plain if "python_exe" in e]
+
+
+def test_a_folder_named_python_json_is_refused_in_one_line(tmp_path):
+    (tmp_path / "python" / "PYTHON.json").mkdir(parents=True)
+    with pytest.raises(PyfreightError, match=r"python/PYTHON.json cannot be read") as raised:
+        python_json.checked_document(tmp_path / "python", tmp_path / "a.tar.zst")
+    assert "\n" not in str(raised.value)

@@ -31,7 +31,7 @@ def run_archive_python(
     target = archive_target(archive)
     if target.runner != "wine":
         command = [str(archive.python_exe), *map(str, arguments)]
-        native = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True)
+        native = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True, errors="replace")
         return native.returncode, native.stdout
     work = work.resolve()
     mounts: list[Mount] = []

@@ -9,7 +9,6 @@ container runs; the host's C compiler does the work."""
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from pyfreight.embed.memory import PackOptions, link_memory_importer
 from pyfreight.embed.zig import pinned_zig
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits
+from pyfreight.formats.untrusted import scratch_folder
 from pyfreight.logs import say
 from pyfreight.paths import Workspace, default_workspace
 from pyfreight.targets import Target
@@ -77,8 +77,8 @@ def embed(
     output = output.resolve()
     if not output.parent.is_dir():
         raise PyfreightError(f"-o {output}: folder {output.parent} does not exist")
-    with tempfile.TemporaryDirectory(prefix="pyfreight-embed-") as scratch:
-        work = keep_work or Path(scratch)
+    with scratch_folder("pyfreight-embed-") as scratch:
+        work = keep_work or scratch
         work.mkdir(parents=True, exist_ok=True)
         if memory and emit_lib:
             raise PyfreightError(

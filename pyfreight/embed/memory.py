@@ -98,7 +98,7 @@ def static_code_objects(plan: EmbedPlan, linker: Linker, blob: Path, cflags: lis
     command += ["--blob", str(blob), "--include-dir", str(plan.archive.include_dir), "--out", str(data)]
     say(f"embed: writing the static code objects (log {linker.log})")
     with linker.log.open("a") as log:
-        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True)
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True, errors="replace")
         log.write(result.stdout)
     if result.returncode != 0:
         raise PyfreightError(

@@ -28,9 +28,14 @@ def read_symbols(nm: str, objects: Iterable[Path]) -> dict[Path, Symbols]:
     paths = sorted(set(objects))
     if not paths:
         return {}
-    result = subprocess.run([nm, "-A", "-P", *map(str, paths)], capture_output=True, text=True)
+    # An archive's object may name its symbols in any bytes: kept as they are, never a
+    # decoding error (a name that is not UTF-8 matches no name of ours anyway).
+    result = subprocess.run(
+        [nm, "-A", "-P", *map(str, paths)], capture_output=True, text=True, errors="surrogateescape"
+    )
     if result.returncode != 0:
-        raise PyfreightError(f"{nm} could not read the archive's objects: {result.stderr.strip()[:500]}")
+        said = " ".join(result.stderr.split())[:500]  # one line, whatever nm printed
+        raise PyfreightError(f"{nm} could not read the archive's objects: {said}")
     defined: dict[Path, set[str]] = {p: set() for p in paths}
     undefined: dict[Path, set[str]] = {p: set() for p in paths}
     for line in result.stdout.splitlines():

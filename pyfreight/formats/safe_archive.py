@@ -6,7 +6,8 @@ Refused: absolute, escaping or unnormalized names; names that are not UTF-8;
 duplicate names; device nodes, fifos and anything but files, folders and links;
 symlinks whose target, resolved through the archive's earlier symlinks, leaves the
 tree; members below a symlink (writing them would follow it); hard links other than to
-an earlier regular member; an empty archive. Caps on the member count and on the
+an earlier regular member; paths deeper than any tree of ours (untrusted.MAX_TREE_DEPTH:
+what unpacks them would recurse past Python's limit); an empty archive. Caps on the member count and on the
 expanded bytes (the declared size of a member is checked before its data is read, so
 a small archive declaring a huge member is refused at once, and a compression bomb is
 refused long before it fills the disk)."""
@@ -28,6 +29,7 @@ from typing import IO, cast
 import zstandard
 
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.untrusted import MAX_TREE_DEPTH, remove_tree
 
 # Defaults that fit real archives with a wide margin: a full pgo+lto archive holds about
 # 14,000 members and expands to about 6 times its compressed size (0.5-0.8 GB).
@@ -119,6 +121,12 @@ class _Judge:
             raise refuse(self.archive, name, "a path that escapes the archive (..)")
         if "" in parts or "." in parts:
             raise refuse(self.archive, name, "a path that is not normalized")
+        if len(parts) > MAX_TREE_DEPTH:
+            raise refuse(
+                self.archive,
+                "/".join(parts[:3]) + f"/…/{parts[-1]}",
+                f"{len(parts)} folders deep, deeper than any tree of ours ({MAX_TREE_DEPTH})",
+            )
         if name in self.names:
             raise refuse(self.archive, name, "a duplicate member")
         for depth in range(1, len(parts)):
@@ -250,7 +258,7 @@ def extract(
     try:
         return scan(archive, limits, write)
     except BaseException:
-        shutil.rmtree(dest, ignore_errors=True)
+        remove_tree(dest)
         raise
 
 

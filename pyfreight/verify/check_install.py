@@ -20,6 +20,7 @@ from pyfreight.cpython.layout import installed_python_name
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import interpreter_identity, tree_target
 from pyfreight.formats.macho import is_macho
+from pyfreight.formats.untrusted import judge_tree
 from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
@@ -67,6 +68,7 @@ def check_install(tree: Path, ws: Workspace, tests: str = "subset", target: Targ
     """Runs every check; prints a line per check; True when all passed. The target is the
     build's when it is known, else the one the tree's interpreter was linked for."""
     tree = tree.resolve()
+    judge_tree(tree)  # before any reader opens a file of it
     windows = _pe_target(tree, target)
     if windows is not None:
         return check_windows_install(tree, ws, tests, windows)

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from pyfreight.cpython.layout import installed_python_name
+from pyfreight.errors import PyfreightError
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR
 from pyfreight.targets import Target
@@ -34,6 +35,12 @@ def check_macos_install(tree: Path, tests: str, target: Target) -> bool:
     say(f"Mach-O files: {len(facts)}, {len(problems)} problem(s) for {target.triple}")
     for problem in problems:
         print(f"FAIL  {problem}")
+    if problems:
+        # A tree whose files break the rules may be anything: none of it is run.
+        raise PyfreightError(
+            f"{tree}: {len(problems)} problem(s) in its Mach-O files (above); the tree is not "
+            "trusted and nothing of it was run"
+        )
     if not runs_on_this_machine(target):
         say(
             f"check-install: {target.triple}'s programs cannot run on this machine; the Mach-O "

@@ -59,6 +59,12 @@ def check_windows_install(tree: Path, ws: Workspace, tests: str, target: Target)
     say(f"PE files: {len(facts)}")
     for problem in problems:
         print(f"FAIL  {problem}")
+    if problems:
+        # A tree whose images break the rules may be anything: none of it is run.
+        raise PyfreightError(
+            f"{tree}: {len(problems)} problem(s) in its PE files (above); the tree is not trusted "
+            "and nothing of it was run"
+        )
     ws.scratch.mkdir(parents=True, exist_ok=True)
     # Wine's user reads a copy laid out as the checks want it; the tree is not touched.
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("check-windows")) as tmp:

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from pyfreight.archives.write import ensure_distribution
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, read_member, scan
+from pyfreight.formats.untrusted import scratch_folder
 from pyfreight.hashing import file_sha256, stream_sha256
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
@@ -105,8 +105,8 @@ def reproduce(archive: Path, ws: Workspace, jobs: int, limits: Limits = DEFAULT_
     spec, release = parse_name(archive)
     _check_described(archive, spec, document)
     ws.scratch.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("reproduce")) as tmp:
-        fresh = Workspace(Path(tmp) / "build", Path(tmp) / "dist")
+    with scratch_folder(owned("reproduce"), ws.scratch) as tmp:
+        fresh = Workspace(tmp / "build", tmp / "dist")
         fresh.downloads.mkdir(parents=True)
         for source in sorted(ws.downloads.iterdir()):  # verified again before any use
             if source.is_file() and not source.name.startswith("."):
@@ -117,7 +117,7 @@ def reproduce(archive: Path, ws: Workspace, jobs: int, limits: Limits = DEFAULT_
         (fresh.build / "images").mkdir()
         profile = None
         if spec.options.pgo:
-            profile = Path(tmp) / "pgo.profdata"
+            profile = tmp / "pgo.profdata"
             profile.write_bytes(read_member(archive, "python/build/pgo.profdata", limits))
         say(f"reproduce: rebuilding {archive.name} from scratch in {fresh.build}")
         _, result = ensure_distribution(spec, fresh, jobs, release=release, pgo_profile=profile)

@@ -18,6 +18,7 @@ from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_target
 from pyfreight.formats.macho import is_macho
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
+from pyfreight.formats.untrusted import scratch_folder
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
@@ -38,8 +39,8 @@ def check_distribution(
     archive: Path, ws: Workspace, tests: str = "subset", limits: Limits = DEFAULT_LIMITS
 ) -> bool:
     ws.scratch.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("test-dist")) as scratch:
-        tmp = Path(scratch) / "unpacked"
+    with scratch_folder(owned("test-dist"), ws.scratch) as scratch:
+        tmp = scratch / "unpacked"
         flavour = recognise([m.name for m in extract(archive, tmp, limits)])
         root = tmp / "python"
         tree = tmp / flavour.install_root if flavour else root
@@ -50,6 +51,8 @@ def check_distribution(
             )
         # PYTHON.json is checked before anything runs
         document = checked_document(root, archive) if flavour.describes_itself else None
+        if document is not None:
+            _check_programs(root, document, archive)
         say(f"test-dist: {archive.name} ({flavour.name})")
         if tests != "none" and not flavour.has_test_package:
             # The flavour leaves the test package out by design: its product checks
@@ -66,6 +69,18 @@ def check_distribution(
                 print(f"{'PASS' if ran else 'FAIL'}  run_tests entry of PYTHON.json")
                 passed = passed and ran
     return passed
+
+
+def _check_programs(root: Path, document: dict, archive: Path) -> None:
+    """What PYTHON.json names to run is a regular file inside the archive, not a folder,
+    a fifo or a link leading out."""
+    for key in ("python_exe", "run_tests"):
+        path = (root / document[key]).resolve()
+        if not path.is_relative_to(root.resolve()) or not path.is_file():
+            raise PyfreightError(
+                f"{archive}: PYTHON.json's {key} ({document[key]}) is not a file inside the archive; "
+                "the archive is not trusted"
+            )
 
 
 def _run_tests_entry(root: Path, document: dict, tree: Path, ws: Workspace) -> bool | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import posixpath
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from pyfreight.formats.elf import (
 )
 from pyfreight.formats.macho import is_macho
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
+from pyfreight.formats.untrusted import scratch_folder
 from pyfreight.python_json import schema_errors
 from pyfreight.targets import Target, all_targets, default_target, known_names
 from pyfreight.verify.check_windows import windows_tree_target
@@ -40,6 +40,8 @@ from pyfreight.verify.macho_rules import check_macho_tree, macho_target
 from pyfreight.verify.pe_rules import check_pe_tree
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
+# What PYTHON.json names to be run: each must be a file (a folder would be "run").
+PROGRAMS = ("python_exe", "run_tests")
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,8 @@ def _python_json(root: Path) -> tuple[dict[str, Any] | None, list[Problem]]:
             continue  # the schema's pattern already reports it; never look outside the archive
         if not (root / rel).exists() and not (root / rel).is_symlink():
             problems.append(Problem(f"python/{rel}", f"named by PYTHON.json {where} but not in the archive"))
+        elif where in PROGRAMS and not (root / rel).is_file():
+            problems.append(Problem(f"python/{rel}", f"named by PYTHON.json {where} but not a file"))
     for name, variants in _dict(_dict(document.get("build_info")).get("extensions")).items():
         for variant in map(_dict, _list(variants)):
             shipped = [
@@ -469,7 +473,7 @@ def validate(archive: Path, target: str | None = None, limits: Limits = DEFAULT_
         problems += _full_layout(members)
     if any(p.message.startswith("outside") for p in problems):
         return problems  # not laid out as a distribution: report what was found
-    with tempfile.TemporaryDirectory(prefix="pyfreight-validate-") as tmp:
+    with scratch_folder("pyfreight-validate-") as tmp:
         extract(archive, Path(tmp) / "x", limits)
         root = Path(tmp) / "x" / "python"
         if full:
