@@ -19,11 +19,9 @@ from pyfreight.formats.untrusted import (
     judge_tree,
     read_binary,
     read_head,
-    remove_tree,
-    scratch_folder,
     walk,
 )
-from pyfreight.leftovers import owned, sweep
+from pyfreight.leftovers import owned, remove_tree, scratch_folder, sweep
 
 
 def _deep(root: Path, depth: int) -> Path:

@@ -19,7 +19,7 @@ from pyfreight.embed.memory import PackOptions, link_memory_importer
 from pyfreight.embed.zig import pinned_zig
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits
-from pyfreight.formats.untrusted import scratch_folder
+from pyfreight.leftovers import scratch_folder
 from pyfreight.logs import say
 from pyfreight.paths import Workspace, default_workspace
 from pyfreight.targets import Target

@@ -29,7 +29,8 @@ from typing import IO, cast
 import zstandard
 
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.untrusted import MAX_TREE_DEPTH, remove_tree
+from pyfreight.formats.untrusted import MAX_TREE_DEPTH
+from pyfreight.leftovers import remove_tree
 
 # Defaults that fit real archives with a wide margin: a full pgo+lto archive holds about
 # 14,000 members and expands to about 6 times its compressed size (0.5-0.8 GB).

@@ -3,15 +3,12 @@ check-install), read the one bounded way: a binary is read only when it is a reg
 file (a fifo would block the reader, a device never ends) and no larger than any file
 of ours can be, so what a reader holds is proportional to the file, never to what the
 file declares; a tree is walked without recursion and no deeper than any tree of ours;
-and a folder is removed without recursion, so that nothing a hostile archive unpacked
-can outlive the command that unpacked it."""
+and what a hostile archive unpacked is removed however deep (leftovers.remove_tree)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -131,50 +128,3 @@ def regular_files(root: Path, max_depth: int = MAX_TREE_DEPTH) -> Iterator[Path]
     for path in walk(root, max_depth):
         if not path.is_symlink() and path.is_file():
             yield path
-
-
-def remove_tree(path: Path) -> None:
-    """Removes `path` and everything below it, however deep (shutil.rmtree recurses
-    and breaks on a tree a thousand folders deep, after removing only part of it),
-    without following symlinks; what cannot be removed is left, never raised."""
-    if not path.is_dir() or path.is_symlink():
-        with contextlib.suppress(OSError):
-            path.unlink(missing_ok=True)
-        return
-    stack = [path]
-    tried: set[str] = set()  # folders whose removal was tried: never entered twice
-    while stack:
-        folder = stack[-1]
-        try:
-            children = list(os.scandir(folder))
-        except OSError:
-            children = []
-        deeper = []
-        for child in children:
-            if child.is_dir(follow_symlinks=False):
-                if child.path not in tried:
-                    deeper.append(child.path)
-                continue
-            with contextlib.suppress(OSError):
-                os.unlink(child.path)
-        if deeper:
-            for sub in deeper:
-                with contextlib.suppress(OSError):
-                    os.chmod(sub, 0o700)  # a folder we may not enter would stay
-            stack.extend(Path(sub) for sub in deeper)
-            continue
-        stack.pop()
-        tried.add(str(folder))
-        with contextlib.suppress(OSError):
-            os.rmdir(folder)
-
-
-@contextlib.contextmanager
-def scratch_folder(prefix: str, parent: Path | None = None) -> Iterator[Path]:
-    """A new temporary folder (in `parent`, or the system's), removed however the block
-    ends and however deep what was unpacked into it (tempfile's cleanup recurses)."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    try:
-        yield folder
-    finally:
-        remove_tree(folder)

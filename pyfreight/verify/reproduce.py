@@ -17,9 +17,8 @@ from pyfreight.archives.write import ensure_distribution
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, read_member, scan
-from pyfreight.formats.untrusted import scratch_folder
 from pyfreight.hashing import file_sha256, stream_sha256
-from pyfreight.leftovers import owned
+from pyfreight.leftovers import owned, scratch_folder
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
 

@@ -18,8 +18,7 @@ from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_target
 from pyfreight.formats.macho import is_macho
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
-from pyfreight.formats.untrusted import scratch_folder
-from pyfreight.leftovers import owned
+from pyfreight.leftovers import owned, scratch_folder
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.python_json import checked_document

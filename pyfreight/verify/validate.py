@@ -30,7 +30,7 @@ from pyfreight.formats.elf import (
 )
 from pyfreight.formats.macho import is_macho
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
-from pyfreight.formats.untrusted import scratch_folder
+from pyfreight.leftovers import scratch_folder
 from pyfreight.python_json import schema_errors
 from pyfreight.targets import Target, all_targets, default_target, known_names
 from pyfreight.verify.check_windows import windows_tree_target
