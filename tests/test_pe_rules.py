@@ -60,10 +60,31 @@ def test_each_rule_fails_an_image_that_breaks_it(change, expected):
     assert pe_problems(replace(GOOD_DLL, **change), WINDOWS, ALLOWED) == [expected]
 
 
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"delay_imports": ("evil.dll",)}, "delay-loads DLLs outside the allow-list: evil.dll"),
+        (
+            {"bound_imports": ("KERNEL32.dll", "EVIL.DLL")},
+            "names DLLs in its bound import directory outside the allow-list: EVIL.DLL",
+        ),
+        ({"forwarder_dlls": ("evil.dll",)}, "forwards exports to DLLs outside the allow-list: evil.dll"),
+    ],
+)
+def test_every_way_of_loading_a_dll_is_judged_by_the_allow_list(change, expected):
+    assert pe_problems(replace(GOOD_DLL, **change), WINDOWS, ALLOWED) == [expected]
+    allowed = {"kernel32.dll", "evil.dll"} | ALLOWED
+    assert pe_problems(replace(GOOD_DLL, **change), WINDOWS, allowed) == []
+
+
 def test_a_forwarded_export_is_not_one_of_ours():
     """python3.dll forwards names to python3XX.dll; a forwarder holds no code."""
     forwarder = replace(
-        GOOD_DLL, path="python3.dll", exported=frozenset({"SSL_new"}), forwarded=frozenset({"SSL_new"})
+        GOOD_DLL,
+        path="python3.dll",
+        exported=frozenset({"SSL_new"}),
+        forwarded=frozenset({"SSL_new"}),
+        forwarder_dlls=("python314.dll",),
     )
     assert pe_problems(forwarder, WINDOWS, ALLOWED) == []
 
@@ -74,7 +95,9 @@ def test_build_paths_are_found_narrow_and_wide():
     assert build_paths_in(b"/usr/lib and C:\\Windows") == []
 
 
-def test_a_file_that_is_not_pe_is_skipped_and_a_broken_one_named(tmp_path: Path):
+def test_a_file_named_like_an_image_that_is_none_and_a_broken_one_are_named(tmp_path: Path):
+    """Windows loads readme.dll by its name whatever it holds: text there is named, as
+    is an image that starts with MZ and goes no further."""
     (tmp_path / "readme.dll").write_bytes(b"not an image")
     broken = tmp_path / "sub" / "python314.dll"
     broken.parent.mkdir()
@@ -83,9 +106,9 @@ def test_a_file_that_is_not_pe_is_skipped_and_a_broken_one_named(tmp_path: Path)
     with pytest.raises(UnreadablePe, match=r"^sub/python314.dll: not a readable PE image \("):
         pe_facts(broken, tmp_path)
     facts, problems = check_pe_tree(tmp_path, WINDOWS)
-    assert (
-        facts == [] and len(problems) == 1 and problems[0].startswith("sub/python314.dll: not a readable PE")
-    )
+    assert facts == [] and len(problems) == 2
+    assert problems[0] == "readme.dll: named like a PE image but is a text file"
+    assert problems[1].startswith("sub/python314.dll: not a readable PE image (")
 
 
 def test_check_install_names_a_broken_python_exe_in_one_line(tmp_path: Path):

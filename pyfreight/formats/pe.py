@@ -1,19 +1,43 @@
 """Reading PE files (Windows .exe, .dll, .pyd) for the facts our checks judge: the
-machine, the DLLs imported, the names exported (and which of them forward elsewhere),
-the security flags of the optional header, the link timestamp and the debug directory.
-Reading only; the rules live in verify/pe_rules.py. pefile does the parsing."""
+machine, every DLL the image makes Windows load (import descriptors, delay-load
+descriptors, the bound import directory and the targets of forwarded exports), the
+names exported, the security flags of the optional header, the link timestamp and the
+debug directory. Reading only; the rules live in verify/pe_rules.py.
+
+A compact reader of our own, not pefile: every fact we need is a fixed-layout structure
+of winnt.h, a few lines each, while pefile (2024.8) takes the counts and sizes of a
+hostile file on trust (0xFFFF sections, 2^31 export names, a debug directory of
+gigabytes: minutes, or MemoryError), raises AttributeError on a debug entry of a type it
+does not expect, runs a full gc.collect() each time an image is closed (40 ms: a tree of
+3,000 small DLLs took 150 s), and drops as corrupt an import descriptor whose thunks hold
+what it does not expect (an ordinal with bits set above 16), a descriptor whose DLL the
+Windows loader still loads: so a hostile image could hide a DLL from our allow-list.
+
+Here the whole file is read once (through formats/untrusted.py: a regular file, of a
+bounded size) and every structure is bounds-checked before it is unpacked: a malformed
+file raises UnreadablePe, in one line naming the file and the structure, and nothing
+else. Every count is checked against the file's size and a limit no image of ours comes
+near before a loop runs on it; names are bounded in length and in total. Where the file
+is ambiguous (raw data the loader would read from elsewhere, sections that overlap, a
+descriptor that names no DLL) it is refused rather than read one way of several, and
+import descriptors are read up to their terminating entry, as the loader reads them,
+whatever their thunks hold and whatever size the directory declares."""
 
 from __future__ import annotations
 
+import bisect
+import codecs
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pefile
-
 from pyfreight.errors import PyfreightError
+from pyfreight.formats import untrusted
 
 MZ = b"MZ"
+NUL = b"\0"
+PE_SIGNATURE = b"PE\0\0"
 SUFFIXES = (".exe", ".dll", ".pyd")
 # IMAGE_DLLCHARACTERISTICS_* of the optional header, by the name our rules use.
 FLAGS = {
@@ -22,17 +46,66 @@ FLAGS = {
     "nx_compat": 0x0100,  # DEP
     "guard_cf": 0x4000,  # Control Flow Guard
 }
-MACHINE_PREFIX = "IMAGE_FILE_MACHINE_"
 IMAGE_FILE_DLL = 0x2000
-_DIRECTORIES = [
-    pefile.DIRECTORY_ENTRY[name]
-    for name in (
-        "IMAGE_DIRECTORY_ENTRY_IMPORT",
-        "IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT",
-        "IMAGE_DIRECTORY_ENTRY_EXPORT",
-        "IMAGE_DIRECTORY_ENTRY_DEBUG",
-    )
-]
+# IMAGE_FILE_MACHINE_* (winnt.h) without the prefix, as pefile names them; any other
+# machine is named by its number in hex.
+MACHINES = {
+    0x014C: "I386", 0x8664: "AMD64", 0xAA64: "ARM64", 0xA641: "ARM64EC", 0xA64E: "ARM64X",
+    0x01C0: "ARM", 0x01C2: "THUMB", 0x01C4: "ARMNT", 0x0200: "IA64", 0x0EBC: "EBC",
+    0x5032: "RISCV32", 0x5064: "RISCV64", 0x5128: "RISCV128",
+    0x6232: "LOONGARCH32", 0x6264: "LOONGARCH64", 0x01F0: "POWERPC", 0x0166: "R4000",
+}  # fmt: skip
+PE32, PE32_PLUS = 0x10B, 0x20B  # the optional header's magic
+
+# The data directories read, by their index (IMAGE_DIRECTORY_ENTRY_*).
+EXPORT, IMPORT, DEBUG, BOUND_IMPORT, DELAY_IMPORT = 0, 1, 6, 11, 13
+DIRECTORY_NAMES = {
+    EXPORT: "export", IMPORT: "import", DEBUG: "debug", BOUND_IMPORT: "bound import",
+    DELAY_IMPORT: "delay-load import",
+}  # fmt: skip
+
+# Limits no image of ours comes near; a file beyond one is refused, not read.
+MAX_SECTIONS = 96  # the limit of the Windows (XP) loader; our linker writes about ten
+MAX_DIRECTORIES = 16  # there are 16 data directories: NumberOfRvaAndSizes may not say more
+MAX_DESCRIPTORS = 1024  # per import directory (python3XX.dll imports a few dozen DLLs)
+MAX_EXPORTS = 1 << 16  # functions and names: an ordinal is 16 bits (python3XX.dll: ~1,700)
+MAX_DLL_NAME = 256
+MAX_EXPORT_NAME = 4096
+NAME_BUDGET = 16 << 20  # all the names of one file together, in bytes
+# The loader reads a section's raw data from its PointerToRawData rounded down to this
+# many bytes: an image whose pointer is not is one the loader reads elsewhere than a
+# reader taking the pointer as written.
+RAW_DATA_ALIGNMENT = 0x200
+
+_WORD = struct.Struct("<H")
+_DWORD = struct.Struct("<I")
+_DOS_HEADER_SIZE = 0x40
+_LFANEW_AT = 0x3C  # e_lfanew: where the NT headers start, "PE\0\0" and the file header
+_FILE_HEADER = struct.Struct("<HHIIIHH")
+# The optional header up to DllCharacteristics, alike in PE32 and PE32+: Magic,
+# SectionAlignment, FileAlignment, SizeOfImage, SizeOfHeaders, DllCharacteristics.
+_OPTIONAL = struct.Struct("<H30xII16xII6xH")
+_IMAGE_BASE = {PE32: (struct.Struct("<I"), 28), PE32_PLUS: (struct.Struct("<Q"), 24)}
+_DIRECTORY_COUNT_AT = {PE32: 92, PE32_PLUS: 108}  # NumberOfRvaAndSizes; the directories follow
+_PAIR = struct.Struct("<II")  # a data directory: RVA, size
+_SECTION = struct.Struct("<8xIIII16x")  # (Name), VirtualSize, VirtualAddress, SizeOfRawData, PointerToRawData
+_EXPORT_DIRECTORY = struct.Struct("<12xIIIIIII")  # Name, Base, counts and the three tables' RVAs
+# OriginalFirstThunk, TimeDateStamp, ForwarderChain, Name, FirstThunk
+_IMPORT_DESCRIPTOR = struct.Struct("<IIIII")
+_DELAY_DESCRIPTOR = struct.Struct("<8I")  # Attributes, DllNameRVA, then six more RVAs and a stamp
+_BOUND_DESCRIPTOR = struct.Struct("<IHH")  # TimeDateStamp, OffsetModuleName, NumberOfModuleForwarderRefs
+_DEBUG_ENTRY_SIZE = 28  # IMAGE_DEBUG_DIRECTORY
+DELAY_RVA_BASED = 0x1  # dlattrRva: the descriptor holds RVAs (else VAs, the VC6 form)
+
+# What a file named like a PE image is instead, by its first bytes, for the message.
+OTHER_FORMATS = (
+    (b"\x7fELF", "an ELF file"),
+    (b"\xcf\xfa\xed\xfe", "a Mach-O file"), (b"\xce\xfa\xed\xfe", "a Mach-O file"),
+    (b"\xfe\xed\xfa\xcf", "a Mach-O file"), (b"\xfe\xed\xfa\xce", "a Mach-O file"),
+    (b"\xca\xfe\xba\xbe", "a fat Mach-O file (or a Java class)"),
+    (b"PK\x03\x04", "a zip archive"), (b"\x1f\x8b", "a gzip file"), (b"#!", "a script"),
+    (b"!<arch>\n", "an ar archive (a static library)"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -40,67 +113,438 @@ class PeFacts:
     path: str  # relative to the tree read
     machine: str  # the COFF machine name, e.g. AMD64
     is_dll: bool
-    imports: tuple[str, ...]  # DLL names as written (Windows matches them case-insensitively)
+    # DLL names as written (Windows matches them case-insensitively): every descriptor
+    # of the import directory, whatever its thunks hold.
+    imports: tuple[str, ...]
     exported: frozenset[str]  # exported names (ordinal-only exports have none)
     forwarded: frozenset[str]  # exported names that forward to another DLL ("python314.Py_...")
     flags: frozenset[str]  # the FLAGS set in DllCharacteristics
     timestamp: int  # the header's TimeDateStamp
     debug_entries: int  # entries of the debug directory (CodeView records and the like)
+    delay_imports: tuple[str, ...] = ()  # the delay-load descriptors' DLL names
+    bound_imports: tuple[str, ...] = ()  # the bound import directory's modules (and forwarder refs)
+    # The DLLs forwarded exports (named or not) make the loader load: "python314.Py_X"
+    # names python314.dll. Read as the loader may split the string, at its first dot
+    # and at its last, when the two differ.
+    forwarder_dlls: tuple[str, ...] = ()
 
 
 class UnreadablePe(PyfreightError):
-    """A file that starts like a PE image but cannot be read as one (said in one line)."""
+    """A file that starts like a PE image, or is named like one, but cannot be read as
+    one (said in one line, naming the file and the structure)."""
+
+
+class NotPe(UnreadablePe):
+    """A file named like a PE image that is none at all: a Mach-O or ELF file, text."""
+
+
+class _Malformed(Exception):
+    """A structure that does not fit the file; becomes UnreadablePe, with the name."""
 
 
 def pe_facts(path: Path, root: Path) -> PeFacts | None:
     """The facts of `path` (None when it is not a PE image at all); a file that starts
-    with MZ but does not parse raises UnreadablePe, naming the file."""
-    with path.open("rb") as handle:
-        if handle.read(2) != MZ:
-            return None
-    try:
-        image = pefile.PE(str(path), fast_load=True)
-        image.parse_data_directories(directories=_DIRECTORIES)
-    except (pefile.PEFormatError, OSError, ValueError, IndexError) as exc:
-        raise UnreadablePe(f"{path.relative_to(root).as_posix()}: not a readable PE image ({exc})") from None
-    try:
-        return _read(image, path.relative_to(root).as_posix())
-    finally:
-        image.close()
+    with MZ but does not parse raises UnreadablePe, naming the file, and one that is no
+    regular file or is larger than any of ours untrusted.UntrustedFile."""
+    name = printable(path.relative_to(root).as_posix())
+    return read_pe(untrusted.read_binary(path, name), name)
 
 
-def _read(image: pefile.PE, name: str) -> PeFacts:
-    imports = tuple(
-        entry.dll.decode(errors="replace")
-        for directory in ("DIRECTORY_ENTRY_IMPORT", "DIRECTORY_ENTRY_DELAY_IMPORT")
-        for entry in getattr(image, directory, [])
-    )
-    exported, forwarded = set(), set()
-    export_directory = getattr(image, "DIRECTORY_ENTRY_EXPORT", None)
-    for symbol in export_directory.symbols if export_directory is not None else []:
-        if symbol.name is None:
-            continue
-        exported.add(symbol.name.decode(errors="replace"))
-        if symbol.forwarder:
-            forwarded.add(symbol.name.decode(errors="replace"))
-    characteristics = image.OPTIONAL_HEADER.DllCharacteristics
-    machine = pefile.MACHINE_TYPE.get(image.FILE_HEADER.Machine, hex(image.FILE_HEADER.Machine))
-    return PeFacts(
-        path=name,
-        machine=str(machine).removeprefix(MACHINE_PREFIX),
-        is_dll=bool(image.FILE_HEADER.Characteristics & IMAGE_FILE_DLL),
-        imports=imports,
-        exported=frozenset(exported),
-        forwarded=frozenset(forwarded),
-        flags=frozenset(flag for flag, bit in FLAGS.items() if characteristics & bit),
-        timestamp=image.FILE_HEADER.TimeDateStamp,
-        debug_entries=len(getattr(image, "DIRECTORY_ENTRY_DEBUG", [])),
-    )
+def pe_image(path: Path, root: Path) -> PeFacts:
+    """The facts of `path`, a file named like a PE image, which must be one: see
+    image_facts."""
+    name = printable(path.relative_to(root).as_posix())
+    return image_facts(untrusted.read_binary(path, name), name)
+
+
+def image_facts(data: bytes, name: str) -> PeFacts:
+    """The facts of `data`, a file named like a PE image (Windows runs or loads it by
+    that name, whatever it holds): NotPe when it is none at all ("named like a PE image
+    but is a Mach-O file"), UnreadablePe when it starts like one but does not parse."""
+    found = read_pe(data, name)
+    if found is None:
+        raise NotPe(f"{name}: named like a PE image but is {what_it_is(data)}")
+    return found
+
+
+def read_pe(data: bytes, name: str) -> PeFacts | None:
+    """The facts of the image `data` (`name` in messages); None when it does not start
+    with MZ."""
+    if data[:2] != MZ:
+        return None
+    try:
+        return _Image(data).facts(name)
+    except _Malformed as exc:
+        raise UnreadablePe(f"{name}: not a readable PE image ({exc})") from None
+
+
+def what_it_is(data: bytes) -> str:
+    """What a file that is no PE image is, from its first bytes, for a message:
+    "a Mach-O file", "an ELF file", "a text file", ..."""
+    if not data:
+        return "an empty file"
+    for magic, kind in OTHER_FORMATS:
+        if data.startswith(magic):
+            return kind
+    try:  # not final: a character the 4096 bytes cut in two is no reason to say binary
+        text = codecs.getincrementaldecoder("utf-8")().decode(data[:4096])
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and all(c.isprintable() or c in "\t\r\n\f" for c in text):
+        return "a text file"
+    return f"data of no format we know (it starts with {data[:8].hex(' ')})"
 
 
 def pe_files(root: Path) -> Iterator[Path]:
-    """The files below `root` named like PE images, in a stable order (symlinks are not
-    followed: a tree of ours holds none)."""
-    for path in sorted(root.rglob("*")):
-        if path.suffix.lower() in SUFFIXES and path.is_file() and not path.is_symlink():
+    """The regular files below `root` named like PE images, in a stable order (symlinks
+    are not followed, fifos and devices left out: untrusted.regular_files)."""
+    for path in untrusted.regular_files(root):
+        if path.suffix.lower() in SUFFIXES:
             yield path
+
+
+def printable(text: str) -> str:
+    """`text` as one printable line: names from a file or a tree go into our messages,
+    and a hostile one may hold newlines, terminal escapes or undecodable bytes."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape", errors="backslashreplace").decode("ascii")
+        for c in text
+    )
+
+
+def _text(raw: bytes) -> str:
+    return printable(raw.decode(errors="backslashreplace"))
+
+
+def _unpack(layout: struct.Struct, data: bytes, offset: int, what: str) -> tuple[int, ...]:
+    if offset < 0 or offset + layout.size > len(data):
+        raise _Malformed(f"{what} at byte {offset} runs past the end of the file ({len(data)} bytes)")
+    return layout.unpack_from(data, offset)
+
+
+@dataclass(frozen=True)
+class _Section:
+    rva: int
+    mapped: int  # bytes of the section that come from the file (the rest is zero-filled)
+    raw: int  # where its bytes start in the file
+
+
+@dataclass(frozen=True)
+class _FileHeader:
+    machine: int
+    section_count: int
+    timestamp: int
+    characteristics: int
+    optional_at: int  # where the optional header starts in the file
+    optional_size: int  # and its size (the section table follows it)
+
+
+@dataclass(frozen=True)
+class _OptionalHeader:
+    image_size: int  # SizeOfImage
+    headers_size: int  # SizeOfHeaders
+    dll_characteristics: int
+    image_base: int
+    directories: tuple[tuple[int, int], ...]  # (RVA, size) of each data directory
+
+
+class _Image:
+    """A PE image read from bytes: its headers, and RVAs mapped to file offsets through
+    its section table, every access bounds-checked."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.file_header = _file_header(data)
+        self.optional = _optional_header(data, self.file_header)
+        self.sections = _sections(data, self.file_header, self.optional)
+        self.section_starts = [section.rva for section in self.sections]
+        self.names_left = NAME_BUDGET
+
+    def facts(self, name: str) -> PeFacts:
+        header = self.file_header
+        exported, forwarded, forwarder_dlls = self._exports()
+        return PeFacts(
+            path=name,
+            machine=MACHINES.get(header.machine, hex(header.machine)),
+            is_dll=bool(header.characteristics & IMAGE_FILE_DLL),
+            imports=self._imports(),
+            exported=exported,
+            forwarded=forwarded,
+            flags=frozenset(flag for flag, bit in FLAGS.items() if self.optional.dll_characteristics & bit),
+            timestamp=header.timestamp,
+            debug_entries=self._debug_entries(),
+            delay_imports=self._delay_imports(),
+            bound_imports=self._bound_imports(),
+            forwarder_dlls=forwarder_dlls,
+        )
+
+    # Mapping RVAs to the file ------------------------------------------------------
+
+    def locate(self, rva: int, what: str) -> tuple[int, int]:
+        """The file offset of `rva`, and the end of the file bytes mapped there (of the
+        headers, or of its section's raw data): what lies past it the loader zero-fills
+        or does not map at all, and no structure we read may run into it."""
+        if rva < self.optional.headers_size:
+            return rva, self.optional.headers_size
+        index = bisect.bisect_right(self.section_starts, rva) - 1
+        if index >= 0:
+            section = self.sections[index]
+            if rva < section.rva + section.mapped:
+                return section.raw + rva - section.rva, section.raw + section.mapped
+        raise _Malformed(f"{what} at RVA {rva:#x} lies in none of the file's bytes")
+
+    def span(self, rva: int, size: int, what: str) -> int:
+        """The file offset of `size` bytes at `rva`, which must all come from the file."""
+        offset, end = self.locate(rva, what)
+        if offset + size > end:
+            raise _Malformed(
+                f"{what} (RVA {rva:#x}, {size} bytes) runs past the end of its section's data in the file"
+            )
+        return offset
+
+    def array(self, rva: int, count: int, code: str, what: str) -> tuple[int, ...]:
+        """`count` little-endian numbers of struct `code` at `rva` (count is bounded by
+        the caller before the file is asked for that many)."""
+        if count == 0:
+            return ()
+        layout = struct.Struct(f"<{count}{code}")
+        return layout.unpack_from(self.data, self.span(rva, layout.size, what))
+
+    def string(self, rva: int, limit: int, what: str) -> str:
+        """The NUL-terminated string at `rva`, of at most `limit` bytes, counted against
+        the names budget of the file (names may overlap: without it, a file of n bytes
+        could make us decode n * limit)."""
+        offset, end = self.locate(rva, what)
+        stop = self.data.find(b"\0", offset, min(end, offset + limit + 1))
+        if stop < 0:
+            raise _Malformed(f"{what} (RVA {rva:#x}) is no NUL-terminated string of at most {limit} bytes")
+        if stop == offset:
+            raise _Malformed(f"{what} (RVA {rva:#x}) is empty")
+        self.names_left -= stop - offset
+        if self.names_left < 0:
+            raise _Malformed(f"its names add up to more than {NAME_BUDGET >> 20} MiB")
+        return _text(self.data[offset:stop])
+
+    def directory(self, index: int) -> tuple[int, int] | None:
+        """The data directory `index` (RVA, size) when the image has it, checked to lie
+        in the file's bytes. Present whenever its RVA is set, whatever its size says:
+        the loader walks imports to their terminating entry, not to the size."""
+        if index >= len(self.optional.directories):
+            return None
+        rva, size = self.optional.directories[index]
+        if rva == 0:
+            return None
+        self.span(rva, size, f"the {DIRECTORY_NAMES[index]} directory")
+        return rva, size
+
+    def entries(self, rva: int, layout: struct.Struct, what: str) -> Iterator[tuple[int, tuple[int, ...]]]:
+        """The fixed-size entries from `rva` up to the first all-zero one (not yielded):
+        (index, fields). Bounded by the file's bytes mapped there and MAX_DESCRIPTORS."""
+        offset, end = self.locate(rva, what)
+        for index in range(MAX_DESCRIPTORS + 1):
+            at = offset + index * layout.size
+            if at + layout.size > end:
+                raise _Malformed(f"{what} run past the end of their section's data with no empty entry")
+            fields = layout.unpack_from(self.data, at)
+            if not any(fields):
+                return
+            if index == MAX_DESCRIPTORS:
+                break
+            yield index, fields
+        raise _Malformed(f"{what} number more than {MAX_DESCRIPTORS}")
+
+    # The facts ---------------------------------------------------------------------
+
+    def _imports(self) -> tuple[str, ...]:
+        """Every import descriptor's DLL name, whatever its thunks hold: the loader loads
+        the DLL before it reads a thunk."""
+        found = self.directory(IMPORT)
+        if found is None:
+            return ()
+        names = []
+        for index, fields in self.entries(found[0], _IMPORT_DESCRIPTOR, "the import descriptors"):
+            name_rva = fields[3]
+            if name_rva == 0:
+                raise _Malformed(f"import descriptor {index} names no DLL")
+            names.append(self.string(name_rva, MAX_DLL_NAME, f"import descriptor {index}'s DLL name"))
+        return tuple(names)
+
+    def _delay_imports(self) -> tuple[str, ...]:
+        found = self.directory(DELAY_IMPORT)
+        if found is None:
+            return ()
+        names = []
+        for index, fields in self.entries(found[0], _DELAY_DESCRIPTOR, "the delay-load descriptors"):
+            attributes, name_rva = fields[0], fields[1]
+            if not attributes & DELAY_RVA_BASED:  # the old form holds a VA
+                name_rva -= self.optional.image_base
+            if name_rva <= 0:
+                raise _Malformed(f"delay-load descriptor {index} names no DLL")
+            names.append(self.string(name_rva, MAX_DLL_NAME, f"delay-load descriptor {index}'s DLL name"))
+        return tuple(names)
+
+    def _bound_imports(self) -> tuple[str, ...]:
+        """The modules of the bound import directory: each descriptor's, and those of the
+        forwarder references that follow it (as many as it says, none of them ending the
+        list, as the loader reads them). Names lie at offsets from the directory's start."""
+        found = self.directory(BOUND_IMPORT)
+        if found is None:
+            return ()
+        start = found[0]
+        offset, end = self.locate(start, "the bound import directory")
+        names: list[str] = []
+        slot = 0  # descriptors and forwarder references alike take one 8-byte slot
+        while True:
+            if len(names) > MAX_DESCRIPTORS:
+                raise _Malformed(f"its bound import entries number more than {MAX_DESCRIPTORS}")
+            at = offset + slot * _BOUND_DESCRIPTOR.size
+            if at + _BOUND_DESCRIPTOR.size > end:
+                raise _Malformed(
+                    "its bound import entries run past the end of their data with no empty entry"
+                )
+            stamp, name_offset, references = _BOUND_DESCRIPTOR.unpack_from(self.data, at)
+            if not (stamp or name_offset or references):
+                return tuple(names)
+            what = f"bound import entry {slot}'s module name"
+            names.append(self.string(start + name_offset, MAX_DLL_NAME, what))
+            for reference in range(slot + 1, slot + 1 + references):
+                at = offset + reference * _BOUND_DESCRIPTOR.size
+                if at + _BOUND_DESCRIPTOR.size > end or len(names) > MAX_DESCRIPTORS:
+                    raise _Malformed(
+                        f"bound import entry {slot}'s {references} forwarder references do not fit"
+                    )
+                name_offset = _BOUND_DESCRIPTOR.unpack_from(self.data, at)[1]
+                what = f"bound import entry {reference}'s module name"
+                names.append(self.string(start + name_offset, MAX_DLL_NAME, what))
+            slot += 1 + references
+
+    def _exports(self) -> tuple[frozenset[str], frozenset[str], tuple[str, ...]]:
+        """The exported names, those of them that forward, and the DLLs every forwarder
+        (named or ordinal-only) names."""
+        found = self.directory(EXPORT)
+        if found is None:
+            return frozenset(), frozenset(), ()
+        rva, size = found
+        offset = self.span(rva, _EXPORT_DIRECTORY.size, "the export directory")
+        (_, _, n_functions, n_names, functions_rva, names_rva, ordinals_rva) = _EXPORT_DIRECTORY.unpack_from(
+            self.data, offset
+        )
+        for count, what in ((n_functions, "functions"), (n_names, "names")):
+            if count > MAX_EXPORTS:
+                raise _Malformed(f"its export directory declares {count} {what}, more than {MAX_EXPORTS}")
+        functions = self.array(functions_rva, n_functions, "I", "the export address table")
+        name_rvas = self.array(names_rva, n_names, "I", "the export name table")
+        ordinals = self.array(ordinals_rva, n_names, "H", "the export ordinal table")
+        # A function whose RVA lies inside the export directory is a forwarder string.
+        forwarders = {i for i, address in enumerate(functions) if rva <= address < rva + size}
+        dlls: set[str] = set()
+        for index in sorted(forwarders):
+            dlls |= _forwarder_dlls(
+                self.string(functions[index], MAX_EXPORT_NAME, f"export {index}'s forwarder")
+            )
+        exported, forwarded = set(), set()
+        for index, (name_rva, ordinal) in enumerate(zip(name_rvas, ordinals, strict=True)):
+            name = self.string(name_rva, MAX_EXPORT_NAME, f"export name {index}")
+            if ordinal >= n_functions:
+                raise _Malformed(f"export name {index} ({name}) has ordinal index {ordinal}, past its table")
+            exported.add(name)
+            if ordinal in forwarders:
+                forwarded.add(name)
+        return frozenset(exported), frozenset(forwarded), tuple(sorted(dlls))
+
+    def _debug_entries(self) -> int:
+        """How many entries the debug directory holds; their contents (of any type) are
+        not read: any entry at all is what the rules refuse."""
+        found = self.directory(DEBUG)
+        return 0 if found is None else found[1] // _DEBUG_ENTRY_SIZE
+
+
+def _forwarder_dlls(target: str) -> set[str]:
+    """The DLLs a forwarder string ("python314.PyList_New", "x.#12") makes the loader
+    load: the part before the dot, with .dll when it has no extension. Split at the
+    first dot and at the last, so a name like "KERNEL32.evil.F" is judged either way."""
+    if "." not in target:
+        raise _Malformed(f"a forwarder ({target}) names no DLL")
+    modules = {target.split(".", 1)[0], target.rsplit(".", 1)[0]}
+    if "" in modules:
+        raise _Malformed(f"a forwarder ({target}) names no DLL")
+    return {module if "." in module else f"{module}.dll" for module in modules}
+
+
+def _file_header(data: bytes) -> _FileHeader:
+    """The PE signature and the file header at e_lfanew, checked to lie in the file with
+    the optional header they announce."""
+    if len(data) < _DOS_HEADER_SIZE:
+        raise _Malformed(f"its DOS header is cut short at {len(data)} bytes")
+    (nt,) = _DWORD.unpack_from(data, _LFANEW_AT)
+    machine, section_count, timestamp, _, _, optional_size, characteristics = _unpack(
+        _FILE_HEADER, data, nt + len(PE_SIGNATURE), "the file header"
+    )
+    if data[nt : nt + len(PE_SIGNATURE)] != PE_SIGNATURE:
+        raise _Malformed(f"no PE signature at byte {nt} (e_lfanew)")
+    if section_count > MAX_SECTIONS:
+        raise _Malformed(f"it declares {section_count} sections, more than {MAX_SECTIONS}")
+    optional_at = nt + len(PE_SIGNATURE) + _FILE_HEADER.size
+    if optional_at + optional_size > len(data):
+        raise _Malformed(
+            f"its optional header ({optional_size} bytes at byte {optional_at}) runs past the end of the file"
+        )
+    return _FileHeader(machine, section_count, timestamp, characteristics, optional_at, optional_size)
+
+
+def _optional_header(data: bytes, header: _FileHeader) -> _OptionalHeader:
+    """The optional header (PE32 or PE32+) the file header announces: the fields we read
+    and the data directories, as many as there are at most, inside its declared size."""
+    at, size = header.optional_at, header.optional_size
+    magic = _unpack(_WORD, data, at, "the optional header")[0]
+    if magic not in _DIRECTORY_COUNT_AT:
+        raise _Malformed(f"its optional header's magic is {magic:#x}, neither PE32 nor PE32+")
+    count_at = _DIRECTORY_COUNT_AT[magic]
+    if size < count_at + _DWORD.size:
+        raise _Malformed(f"its optional header ({size} bytes) is too short for a {magic:#x} one")
+    _, _, _, image_size, headers_size, dll_characteristics = _OPTIONAL.unpack_from(data, at)
+    if headers_size > len(data):
+        raise _Malformed(f"its headers ({headers_size} bytes, SizeOfHeaders) run past the end of the file")
+    layout, base_at = _IMAGE_BASE[magic]
+    (image_base,) = layout.unpack_from(data, at + base_at)
+    (count,) = _DWORD.unpack_from(data, at + count_at)
+    if count > MAX_DIRECTORIES:
+        raise _Malformed(f"it declares {count} data directories, more than the {MAX_DIRECTORIES} there are")
+    first = count_at + _DWORD.size
+    if first + count * _PAIR.size > size:
+        raise _Malformed(f"its {count} data directories run past its optional header ({size} bytes)")
+    directories = tuple(_PAIR.unpack_from(data, at + first + i * _PAIR.size) for i in range(count))
+    return _OptionalHeader(image_size, headers_size, dll_characteristics, image_base, directories)
+
+
+def _sections(data: bytes, header: _FileHeader, optional: _OptionalHeader) -> list[_Section]:
+    """The section table, each section's raw data checked to lie in the file where the
+    loader reads it, and the sections to follow the headers and each other in memory
+    without overlapping (so an RVA lies in one section at most) inside SizeOfImage."""
+    sections = []
+    end_of_previous = optional.headers_size
+    for index in range(header.section_count):
+        at = header.optional_at + header.optional_size + index * _SECTION.size
+        virtual_size, rva, raw_size, raw = _unpack(_SECTION, data, at, f"section header {index}")
+        name = f"section {index} ({_text(data[at : at + 8].rstrip(NUL))})"
+        if raw_size and raw % RAW_DATA_ALIGNMENT:
+            raise _Malformed(
+                f"{name}'s raw data starts at byte {raw}, which the loader rounds down to a multiple of "
+                f"{RAW_DATA_ALIGNMENT}"
+            )
+        if raw_size and raw + raw_size > len(data):
+            raise _Malformed(
+                f"{name}'s raw data (bytes {raw}-{raw + raw_size}) runs past the end of the file "
+                f"({len(data)} bytes)"
+            )
+        extent = virtual_size or raw_size  # a VirtualSize of 0 means the raw data's size
+        if rva < end_of_previous or rva + extent > optional.image_size:
+            raise _Malformed(
+                f"{name} at RVA {rva:#x} ({extent} bytes) overlaps the headers or the section before it, "
+                f"or lies past SizeOfImage ({optional.image_size:#x})"
+            )
+        end_of_previous = rva + extent
+        sections.append(_Section(rva=rva, mapped=min(raw_size, extent), raw=raw))
+    return sections

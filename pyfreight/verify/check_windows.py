@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pyfreight.container.wine import FOLDER, run_windows_program, wine_path
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.pe import pe_facts
+from pyfreight.formats.pe import pe_image
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
@@ -40,13 +40,13 @@ TREE_FOLDER = "py freight/python"  # unusual on purpose: a space, as check-insta
 
 def windows_tree_target(tree: Path) -> Target | None:
     """The target of a Windows tree, from its python.exe's PE machine; None for a tree
-    with no python.exe at its top."""
+    with nothing named python.exe at its top. Anything else named so (a folder, a link,
+    a file that is no PE image) raises, in one line."""
     executable = tree / "python.exe"
-    if not executable.is_file():
+    if not executable.exists() and not executable.is_symlink():
         return None
-    facts = pe_facts(executable, tree)
-    if facts is None:
-        raise PyfreightError(f"{executable}: not a PE image")
+    # Raises, naming it, for all but a regular file of a bounded size holding a PE image.
+    facts = pe_image(executable, tree)
     found = [t for t in all_targets().values() if t.pe_machine == facts.machine]
     if not found:
         raise PyfreightError(f"{executable}: no target in targets/ builds {facts.machine} PE files")

@@ -1,9 +1,13 @@
-"""What a PE file of ours may be, for its target: the machine, the DLLs it imports (the
-target's `libc.needed`, Windows' own and the UCRT's, or a DLL the tree itself ships),
-ASLR with 64-bit entropy and DEP, Control Flow Guard where the target has it, no
-debug directory (a CodeView record names the build's files), and the interpreter's DLL
-exporting the C API and nothing of the libraries bundled into it. The facts come from
-formats/pe.py; the Windows checks and validate judge trees by these rules."""
+"""What a PE file of ours may be, for its target: a PE image at all when it is named
+like one (.exe, .dll, .pyd: Windows runs or loads it by that name, whatever it holds),
+the machine, every DLL it makes Windows load (imported, delay-loaded, named in its bound
+import directory or by a forwarded export: the target's `libc.needed`, Windows' own and
+the UCRT's, or a DLL the tree itself ships), ASLR with 64-bit entropy and DEP, Control
+Flow Guard where the target has it, no debug directory (a CodeView record names the
+build's files), and the interpreter's DLL exporting the C API and nothing of the
+libraries bundled into it. The facts come from formats/pe.py; the Windows checks and
+validate judge trees by these rules, which say what is wrong in one line per problem,
+naming the file, whatever the file holds."""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ import re
 from pathlib import Path
 
 from pyfreight.cpython.relocate import FORBIDDEN
-from pyfreight.formats.pe import PeFacts, UnreadablePe, pe_facts, pe_files
+from pyfreight.formats import untrusted
+from pyfreight.formats.pe import PeFacts, UnreadablePe, image_facts, pe_files, printable
 from pyfreight.targets import Target
 from pyfreight.verify.exports import bundled_exports, missing_c_api
 
@@ -22,18 +27,19 @@ INTERPRETER_DLL = re.compile(r"^python3\d+\.dll$", re.IGNORECASE)
 
 def check_pe_tree(root: Path, target: Target) -> tuple[list[PeFacts], list[str]]:
     """All PE files below `root`, and the problems found among them for `target`, one
-    line each, naming the file; the build's paths are searched for in every image's bytes."""
+    line each, naming the file; the build's paths are searched for in every image's
+    bytes. Raises nothing for any content of the tree."""
     facts: list[PeFacts] = []
     problems: list[str] = []
-    for path in pe_files(root):
-        try:
-            found = pe_facts(path, root)
-        except UnreadablePe as exc:
-            problems.append(str(exc))
-            continue
+    try:
+        paths = list(pe_files(root))
+    except untrusted.UntrustedFile as exc:
+        return facts, [str(exc)]
+    for path in paths:
+        found, found_problems = _read_image(path, root)
+        problems += found_problems
         if found is not None:
             facts.append(found)
-            problems += [f"{found.path}: {leak}" for leak in build_paths_in(path.read_bytes())]
     shipped = {Path(f.path).name.lower() for f in facts if f.is_dll}
     allowed = {name.lower() for name in target.allowed_needed} | shipped
     for f in facts:
@@ -41,14 +47,25 @@ def check_pe_tree(root: Path, target: Target) -> tuple[list[PeFacts], list[str]]
     return facts, problems
 
 
+def _read_image(path: Path, root: Path) -> tuple[PeFacts | None, list[str]]:
+    """The facts of the file `path`, named like a PE image, and the problems its bytes
+    show before any rule is asked: the build paths they name, or (with no facts) why it
+    is no image we can judge."""
+    name = printable(path.relative_to(root).as_posix())
+    try:
+        data = untrusted.read_binary(path, name)
+        found = image_facts(data, name)
+    except (UnreadablePe, untrusted.UntrustedFile) as exc:
+        return None, [str(exc)]
+    return found, [f"{name}: {leak}" for leak in build_paths_in(data)]
+
+
 def pe_problems(facts: PeFacts, target: Target, allowed_imports: set[str]) -> list[str]:
     """The rules for one PE file; `allowed_imports` are lower-case DLL names."""
     problems = []
     if facts.machine != target.pe_machine:
         problems.append(f"machine {facts.machine}, not {target.pe_machine} ({target.triple})")
-    extra = sorted({name for name in facts.imports if name.lower() not in allowed_imports})
-    if extra:
-        problems.append(f"imports DLLs outside the allow-list: {', '.join(extra)}")
+    problems += _loading_problems(facts, allowed_imports)
     missing = [flag for flag in REQUIRED_FLAGS if flag not in facts.flags]
     if target.control_flow_cflags and "guard_cf" not in facts.flags:
         missing.append("guard_cf")
@@ -63,6 +80,22 @@ def pe_problems(facts: PeFacts, target: Target, allowed_imports: set[str]) -> li
         lacking = missing_c_api(facts.exported)
         if lacking:
             problems.append(f"does not export the C API extension modules need: {', '.join(lacking)}")
+    return problems
+
+
+def _loading_problems(facts: PeFacts, allowed_imports: set[str]) -> list[str]:
+    """A DLL outside the allow-list, in each of the four ways an image makes Windows
+    load one: any of them runs the DLL's code in the process."""
+    problems = []
+    for names, how in (
+        (facts.imports, "imports DLLs"),
+        (facts.delay_imports, "delay-loads DLLs"),
+        (facts.bound_imports, "names DLLs in its bound import directory"),
+        (facts.forwarder_dlls, "forwards exports to DLLs"),
+    ):
+        extra = sorted({name for name in names if name.lower() not in allowed_imports})
+        if extra:
+            problems.append(f"{how} outside the allow-list: {', '.join(extra)}")
     return problems
 
 
