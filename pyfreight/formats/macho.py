@@ -12,29 +12,39 @@ raises whatever it meets (struct.error, ValueError, short reads taken as data) a
 reading every section into memory. Here the whole file is read once and every
 structure is bounds-checked before it is unpacked: a malformed file raises
 UnreadableMacho, in one line naming the file and the structure, and nothing else.
-Every loop is bounded by a count checked against the file's size first, and the
-names read are bounded in total (a string table whose names all overlap would
-otherwise cost time quadratic in its size)."""
+Files come from outside: they are read through formats/untrusted (regular files only,
+at most 256 MiB), and what reading one costs grows with its size, never faster: every
+loop is bounded by a count checked against the file's size first, a structure a file
+has once (the symbol table, the export trie, the signature) is refused the second
+time, and the names read, with every byte copied to build them, are bounded in total
+(a string table whose names all overlap, or an export trie that is one long chain,
+would otherwise cost time quadratic in its size)."""
 
 from __future__ import annotations
 
 import hashlib
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.untrusted import read_binary, read_head, regular_files
 
 # The first four bytes, as a little-endian number: a thin 64-bit little-endian file
 # (the only kind we read), and the kinds we recognise only to refuse.
 MH_MAGIC_64 = 0xFEEDFACF
 OTHER_THIN_MAGICS = {0xFEEDFACE, 0xCEFAEDFE, 0xCFFAEDFE}  # 32-bit, big-endian 32/64-bit
-# Fat (universal) headers are big-endian: these are their magics as written.
-FAT_MAGICS = {b"\xca\xfe\xba\xbe": 20, b"\xca\xfe\xba\xbf": 32}  # magic -> size of one fat_arch
-# 0xcafebabe is also a Java class file's magic; there the next word is its version
-# (major 45 or more), in a fat file the number of architectures: file(1)'s own test.
-FAT_ARCH_LIMIT = 20
+# Fat (universal) headers are big-endian: these are their magics as written, with the
+# layout of one slice's header (fat_arch, fat_arch_64): cputype, cpusubtype, offset, size.
+FAT_MAGICS = {b"\xca\xfe\xba\xbe": struct.Struct(">iiII"), b"\xca\xfe\xba\xbf": struct.Struct(">iiQQ")}
+FAT_ARCH_SIZES = {b"\xca\xfe\xba\xbe": 20, b"\xca\xfe\xba\xbf": 32}  # with align (and reserved)
+# Every file starting with a fat magic is refused, whatever its slice count: file(1)
+# tells a Java class file (0xcafebabe too) by a count of 20 or more, but a fat file can
+# declare that many, and dyld would load its slice. A refusal lists a few slices only.
+FAT_SLICES_LISTED = 4
+# The bytes that tell a Mach-O file of any kind: the magic and, for a fat file, its count.
+HEAD_BYTES = 8
 
 CPU_TYPES = {0x0100000C: "ARM64", 0x01000007: "X86_64", 0x0200000C: "ARM64_32", 12: "ARM", 7: "I386"}
 FILE_TYPES = {
@@ -62,6 +72,7 @@ LC_REQ_DYLD = 0x80000000
 LC_SYMTAB = 0x2
 LC_LOAD_DYLIB = 0xC
 LC_ID_DYLIB = 0xD
+LC_LOAD_DYLINKER = 0xE
 LC_LOAD_WEAK_DYLIB = 0x18 | LC_REQ_DYLD
 LC_SEGMENT_64 = 0x19
 LC_RPATH = 0x1C | LC_REQ_DYLD
@@ -72,11 +83,23 @@ LC_DYLD_INFO = 0x22
 LC_DYLD_INFO_ONLY = 0x22 | LC_REQ_DYLD
 LC_LOAD_UPWARD_DYLIB = 0x23 | LC_REQ_DYLD
 LC_VERSION_MIN_MACOSX = 0x24
+LC_DYLD_ENVIRONMENT = 0x27
 LC_BUILD_VERSION = 0x32
 LC_DYLD_EXPORTS_TRIE = 0x33 | LC_REQ_DYLD
 # Every command that makes dyld load a dylib: the brief's four, and upward links, which
 # load one just the same.
 LOADING = {LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB, LC_REEXPORT_DYLIB, LC_LAZY_LOAD_DYLIB, LC_LOAD_UPWARD_DYLIB}
+# The commands whose one field is a string (lc_str), by what the string is.
+LC_STR_NAMES = {LC_RPATH: "rpath", LC_LOAD_DYLINKER: "dynamic linker", LC_DYLD_ENVIRONMENT: "variable"}
+# The commands a linker writes once at most, by name; a second is refused. Each of the
+# first four makes the reader go through a table of the file: a thousand copies would
+# cost a thousand times the file. (A second dynamic linker, the kernel refuses too.)
+# LC_DYLD_INFO and LC_DYLD_INFO_ONLY are one kind.
+ONCE = {
+    LC_SYMTAB: "LC_SYMTAB", LC_DYLD_INFO: "LC_DYLD_INFO", LC_DYLD_INFO_ONLY: "LC_DYLD_INFO",
+    LC_DYLD_EXPORTS_TRIE: "LC_DYLD_EXPORTS_TRIE", LC_CODE_SIGNATURE: "LC_CODE_SIGNATURE",
+    LC_LOAD_DYLINKER: "LC_LOAD_DYLINKER",
+}  # fmt: skip
 
 # nlist_64's n_type bits.
 N_STAB, N_PEXT, N_TYPE, N_EXT = 0xE0, 0x10, 0x0E, 0x01
@@ -105,10 +128,12 @@ _NLIST_64 = struct.Struct("<IBBHQ")
 _BE_TWO = struct.Struct(">II")
 _BE_THREE = struct.Struct(">III")
 _CODE_DIRECTORY = struct.Struct(">9I4BI")  # up to spare2: every version has these
-_FAT_ARCH_CPU = struct.Struct(">i")
-# All the names of one file together (symbols, export trie) may take this many bytes;
-# libpython's are a few hundred KiB.
+# All the names of one file together (symbols, export trie) may take this many bytes,
+# with every byte copied to build them; libpython's are a few hundred KiB.
 NAME_BUDGET = 64 << 20
+# No name of the export trie is longer: C names are tens of bytes (C++'s mangled ones
+# hundreds). The cap keeps the prefix one edge of the trie copies short.
+MAX_NAME_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -139,6 +164,8 @@ class MachoFacts:
     exported: frozenset[str]
     undefined: frozenset[str]  # external undefined symbols, likewise without the underscore
     signature: CodeSignature | None  # None when there is no LC_CODE_SIGNATURE
+    dylinker: str | None = None  # LC_LOAD_DYLINKER: the dynamic linker a program names (/usr/lib/dyld)
+    environment: tuple[str, ...] = ()  # LC_DYLD_ENVIRONMENT: DYLD_* variables set for the program
 
 
 class UnreadableMacho(PyfreightError):
@@ -155,12 +182,18 @@ class _Malformed(Exception):
 
 def is_macho(path: Path) -> bool:
     """Whether `path` starts like a Mach-O file of any kind (thin 64-bit, 32-bit or
-    big-endian, or fat): the ones we cannot read are named by macho_facts, not skipped."""
+    big-endian, or fat): the ones we cannot read are named by macho_facts, not skipped.
+    A symlink is followed (bin/python3 names the interpreter); anything but a regular
+    file (a fifo would block the read) is not one."""
     try:
-        with path.open("rb") as handle:
-            return _kind(handle.read(8)) is not None
-    except OSError:
+        return starts_like_macho(read_head(path.resolve(), path.name, HEAD_BYTES))
+    except (PyfreightError, OSError, RuntimeError):  # RuntimeError: a symlink loop, before 3.13
         return False
+
+
+def starts_like_macho(head: bytes) -> bool:
+    """Whether a file's first HEAD_BYTES bytes are those of a Mach-O file of any kind."""
+    return _kind(head) is not None
 
 
 def _kind(head: bytes) -> str | None:
@@ -170,7 +203,7 @@ def _kind(head: bytes) -> str | None:
         return "thin"
     if int.from_bytes(head[:4], "little") in OTHER_THIN_MAGICS:
         return "other"
-    if head[:4] in FAT_MAGICS and len(head) >= 8 and 0 < int.from_bytes(head[4:8], "big") < FAT_ARCH_LIMIT:
+    if head[:4] in FAT_MAGICS:
         return "fat"
     return None
 
@@ -178,23 +211,40 @@ def _kind(head: bytes) -> str | None:
 def macho_files(root: Path) -> Iterator[Path]:
     """The regular files below `root` that start like Mach-O files, in a stable order
     (by content, not name: extension modules end in .so, executables in nothing).
-    Symlinks are not followed: libpython3.X.dylib's links name a file read anyway."""
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.is_symlink() and is_macho(path):
+    Symlinks are not followed: libpython3.X.dylib's links name a file read anyway.
+    A tree deeper than any of ours raises UntrustedFile."""
+    for path in regular_files(root):
+        try:
+            head = read_head(path, path.name, HEAD_BYTES)
+        except PyfreightError:
+            continue  # replaced by something else since it was listed
+        if starts_like_macho(head):
             yield path
+
+
+def printable(raw: bytes) -> str:
+    """Bytes from the file or the tree as one printable line: they go into our messages,
+    and a hostile file's names may hold newlines or terminal escapes."""
+    return _text(raw)
 
 
 def macho_facts(path: Path, root: Path) -> MachoFacts | None:
     """The facts of `path` (None when it is no Mach-O file at all). One that starts
-    like one but does not parse raises UnreadableMacho, a fat file FatMacho, naming it."""
-    name = path.relative_to(root).as_posix()
-    data = path.read_bytes()
-    kind = _kind(data[:8])
+    like one but does not parse raises UnreadableMacho, a fat file FatMacho; anything
+    but a regular file, or one larger than any binary of ours, UntrustedFile: each
+    naming it in one line."""
+    name = printable(bytes(path.relative_to(root)))
+    return macho_facts_of(read_binary(path, name), name)
+
+
+def macho_facts_of(data: bytes, name: str) -> MachoFacts | None:
+    """The facts of a file's bytes, `name` in messages: as macho_facts."""
+    kind = _kind(data[:HEAD_BYTES])
     if kind is None:
         return None
     try:
         if kind == "fat":
-            raise FatMacho(f"{name}: fat/universal file ({', '.join(_fat_cpus(data))}): ship thin files")
+            raise FatMacho(f"{name}: fat/universal file ({_fat_slices(data)}): ship thin files")
         if kind == "other":
             raise _Malformed("a 32-bit or big-endian Mach-O file; ours are 64-bit little-endian")
         return _read(data, name)
@@ -202,10 +252,33 @@ def macho_facts(path: Path, root: Path) -> MachoFacts | None:
         raise UnreadableMacho(f"{name}: not a readable Mach-O file ({exc})") from None
 
 
-def _fat_cpus(data: bytes) -> list[str]:
-    arch_size = FAT_MAGICS[data[:4]]
-    count = int.from_bytes(data[4:8], "big")  # below FAT_ARCH_LIMIT: _kind checked it
-    return [_cpu_name(_unpack(_FAT_ARCH_CPU, data, 8 + i * arch_size, "fat_arch")[0]) for i in range(count)]
+def _fat_slices(data: bytes) -> str:
+    """A fat file's first few slices, by CPU, each header and slice checked to lie
+    inside the file and clear of the others: the refusal describes the file, whatever
+    it declares, at a cost that does not grow with it."""
+    if len(data) < HEAD_BYTES:
+        return "its header is cut short"
+    layout, arch_size = FAT_MAGICS[data[:4]], FAT_ARCH_SIZES[data[:4]]
+    count = int.from_bytes(data[4:8], "big")
+    headers_end = HEAD_BYTES + count * arch_size
+    described: list[str] = []
+    taken: list[tuple[int, int]] = []
+    for index in range(min(count, FAT_SLICES_LISTED)):
+        at = HEAD_BYTES + index * arch_size
+        if at + arch_size > len(data):
+            described.append(f"slice {index}'s header past the end of the file")
+            break
+        cputype, _, offset, size = layout.unpack_from(data, at)
+        cpu = _cpu_name(cputype)
+        if offset < headers_end or offset + size > len(data) or size == 0:
+            described.append(f"{cpu} outside the file (bytes {offset}-{offset + size})")
+        elif any(offset < end and start < offset + size for start, end in taken):
+            described.append(f"{cpu} overlapping another slice")
+        else:
+            described.append(cpu)
+        taken.append((offset, offset + size))
+    listed = ", ".join(described) or "no slices"
+    return f"{count} slices: {listed}, …" if count > FAT_SLICES_LISTED else listed
 
 
 def _cpu_name(cputype: int) -> str:
@@ -225,12 +298,17 @@ def _fields(layout: struct.Struct, command: bytes, what: str) -> tuple[int, ...]
     return _unpack(layout, command, _LOAD_COMMAND.size, what, "its command")
 
 
-def _span(data: bytes, offset: int, size: int, what: str) -> bytes:
-    """data[offset:offset+size], which must lie inside the file."""
+def _within(data: bytes, offset: int, size: int, what: str) -> None:
+    """Checks that data[offset:offset+size] lies inside the file, copying nothing."""
     if offset + size > len(data):
         raise _Malformed(
             f"{what} (bytes {offset}-{offset + size}) runs past the end of the file ({len(data)} bytes)"
         )
+
+
+def _span(data: bytes, offset: int, size: int, what: str) -> bytes:
+    """data[offset:offset+size], which must lie inside the file."""
+    _within(data, offset, size, what)
     return data[offset : offset + size]
 
 
@@ -258,10 +336,14 @@ class _Names:
     def __init__(self) -> None:
         self.left = NAME_BUDGET
 
-    def take(self, raw: bytes) -> str:
-        self.left -= len(raw)
+    def charge(self, size: int) -> None:
+        """Counts `size` bytes read or copied to build names against the budget."""
+        self.left -= size
         if self.left < 0:
             raise _Malformed(f"its names add up to more than {NAME_BUDGET >> 20} MiB")
+
+    def take(self, raw: bytes) -> str:
+        self.charge(len(raw))
         name = _text(raw)
         # Every C symbol carries Mach-O's leading underscore: the names we judge lack it.
         return name[1:] if name.startswith("_") else name
@@ -277,20 +359,37 @@ def _c_string(block: bytes, start: int, what: str) -> str:
 
 def _read(data: bytes, name: str) -> MachoFacts:
     _, cputype, _, filetype, ncmds, sizeofcmds, flags, _ = _unpack(_HEADER, data, 0, "the header")
+    found = _Commands(data)
+    for cmd, command, what in _load_commands(data, ncmds, sizeofcmds):
+        found.take(cmd, command, what)
+    # LC_BUILD_VERSION says what the older LC_VERSION_MIN_MACOSX says, and wins.
+    minimum_os, sdk = found.build_minimum or found.version_min or (None, None)
+    return MachoFacts(
+        path=name,
+        cpu=_cpu_name(cputype),
+        filetype=FILE_TYPES.get(filetype, hex(filetype)),
+        flags=frozenset(flag for flag, bit in HEADER_FLAGS.items() if flags & bit),
+        platform=found.platform,
+        minimum_os=minimum_os,
+        sdk=sdk,
+        dylibs=tuple(found.dylibs),
+        install_name=found.install_name,
+        rpaths=tuple(found.rpaths),
+        exported=frozenset(found.exported),
+        undefined=frozenset(found.undefined),
+        signature=None if found.signature_range is None else _signature(data, *found.signature_range),
+        dylinker=found.dylinker,
+        environment=tuple(found.environment),
+    )
+
+
+def _load_commands(data: bytes, ncmds: int, sizeofcmds: int) -> Iterator[tuple[int, bytes, str]]:
+    """Each load command: its cmd, its bytes and how messages name it."""
     end_of_commands = _HEADER.size + sizeofcmds
     if end_of_commands > len(data):
         raise _Malformed(
             f"its load commands ({sizeofcmds} bytes) run past the end of the file ({len(data)} bytes)"
         )
-    names = _Names()
-    dylibs: list[tuple[str, str]] = []
-    rpaths: list[str] = []
-    install_name = platform = None
-    minimum_os = sdk = None
-    build_minimum: tuple[tuple[int, int], tuple[int, int]] | None = None
-    exported: set[str] = set()
-    undefined: set[str] = set()
-    signature_range: tuple[int, int] | None = None
     offset = _HEADER.size
     # ncmds is bounded by sizeofcmds: each command takes 8 bytes at least.
     for index in range(ncmds):
@@ -300,60 +399,80 @@ def _read(data: bytes, name: str) -> MachoFacts:
         cmd, cmdsize = _LOAD_COMMAND.unpack_from(data, offset)
         if cmdsize < _LOAD_COMMAND.size or offset + cmdsize > end_of_commands:
             raise _Malformed(f"{what} has size {cmdsize}, past the header's {sizeofcmds} bytes of commands")
-        command = data[offset : offset + cmdsize]
+        yield cmd, data[offset : offset + cmdsize], what
+        offset += cmdsize
+
+
+@dataclass
+class _Commands:
+    """What the load commands say, gathered as each is read."""
+
+    data: bytes
+    names: _Names = field(default_factory=_Names)
+    dylibs: list[tuple[str, str]] = field(default_factory=list)
+    rpaths: list[str] = field(default_factory=list)
+    environment: list[str] = field(default_factory=list)
+    install_name: str | None = None
+    dylinker: str | None = None
+    platform: str | None = None
+    build_minimum: tuple[tuple[int, int], tuple[int, int]] | None = None
+    version_min: tuple[tuple[int, int], tuple[int, int]] | None = None
+    exported: set[str] = field(default_factory=set)
+    undefined: set[str] = field(default_factory=set)
+    signature_range: tuple[int, int] | None = None
+    seen: set[str] = field(default_factory=set)  # the ONCE kinds met
+
+    def take(self, cmd: int, command: bytes, what: str) -> None:
+        if cmd in ONCE:
+            if ONCE[cmd] in self.seen:
+                raise _Malformed(f"{what} is a second {ONCE[cmd]}, which a file has once at most")
+            self.seen.add(ONCE[cmd])
         if cmd == LC_SEGMENT_64:
             _, _, fileoff, filesize, *_ = _unpack(_SEGMENT_64, command, 24, what, "its command")
             segment = _text(command[8:24].rstrip(b"\0"))
-            _span(data, fileoff, filesize, f"segment {segment}")
+            _within(self.data, fileoff, filesize, f"segment {segment}")
         elif cmd in LOADING or cmd == LC_ID_DYLIB:
-            at, _, _, compatibility = _fields(_DYLIB, command, what)
-            dylib = _c_string(command, at, f"{what}'s dylib name")
-            if cmd == LC_ID_DYLIB:
-                install_name = install_name or dylib
+            self._dylib(cmd, command, what)
+        elif cmd in (LC_RPATH, LC_LOAD_DYLINKER, LC_DYLD_ENVIRONMENT):
+            # Each is one lc_str: the offset of a string inside the command.
+            text = _c_string(command, _fields(_ONE, command, what)[0], f"{what}'s {LC_STR_NAMES[cmd]}")
+            if cmd == LC_LOAD_DYLINKER:
+                self.dylinker = text
             else:
-                dylibs.append((dylib, _dylib_version(compatibility)))
-        elif cmd == LC_RPATH:
-            rpaths.append(_c_string(command, _fields(_ONE, command, what)[0], f"{what}'s rpath"))
+                (self.rpaths if cmd == LC_RPATH else self.environment).append(text)
         elif cmd == LC_BUILD_VERSION:
             found, minos, sdk_word, _ = _fields(_FOUR, command, what)
             # Several are allowed (a zippered file names macOS and Mac Catalyst): macOS's wins.
-            if platform is None or PLATFORMS.get(found) == "macos":
-                platform = PLATFORMS.get(found, str(found))
-                build_minimum = _version(minos), _version(sdk_word)
+            if self.platform is None or PLATFORMS.get(found) == "macos":
+                self.platform = PLATFORMS.get(found, str(found))
+                self.build_minimum = _version(minos), _version(sdk_word)
         elif cmd == LC_VERSION_MIN_MACOSX:
             version, sdk_word = _fields(_TWO, command, what)
-            minimum_os, sdk = _version(version), _version(sdk_word)
-        elif cmd == LC_SYMTAB:
+            self.version_min = _version(version), _version(sdk_word)
+        else:
+            self._linkedit(cmd, command, what)
+
+    def _dylib(self, cmd: int, command: bytes, what: str) -> None:
+        at, _, _, compatibility = _fields(_DYLIB, command, what)
+        dylib = _c_string(command, at, f"{what}'s dylib name")
+        if cmd == LC_ID_DYLIB:
+            self.install_name = self.install_name or dylib
+        else:
+            self.dylibs.append((dylib, _dylib_version(compatibility)))
+
+    def _linkedit(self, cmd: int, command: bytes, what: str) -> None:
+        """The commands naming tables of __LINKEDIT: symbols, export trie, signature."""
+        if cmd == LC_SYMTAB:
             symoff, nsyms, stroff, strsize = _fields(_FOUR, command, what)
-            _symbols(data, symoff, nsyms, stroff, strsize, names, exported, undefined)
-        elif cmd in (LC_DYLD_INFO, LC_DYLD_INFO_ONLY):
-            export_off, export_size = _fields(_DYLD_INFO, command, what)[8:10]
-            exported |= _trie(_span(data, export_off, export_size, "the export trie"), names)
-        elif cmd == LC_DYLD_EXPORTS_TRIE:
-            dataoff, datasize = _fields(_TWO, command, what)
-            exported |= _trie(_span(data, dataoff, datasize, "the export trie"), names)
+            _symbols(self.data, symoff, nsyms, stroff, strsize, self.names, self.exported, self.undefined)
+        elif cmd in (LC_DYLD_INFO, LC_DYLD_INFO_ONLY, LC_DYLD_EXPORTS_TRIE):
+            layout, first = (_TWO, 0) if cmd == LC_DYLD_EXPORTS_TRIE else (_DYLD_INFO, 8)
+            dataoff, datasize = _fields(layout, command, what)[first : first + 2]
+            self.exported |= _trie(_span(self.data, dataoff, datasize, "the export trie"), self.names)
         elif cmd == LC_CODE_SIGNATURE:
             dataoff, datasize = _fields(_TWO, command, what)
-            _span(data, dataoff, datasize, "the code signature")
-            signature_range = dataoff, datasize
-        offset += cmdsize
-    if build_minimum is not None:
-        minimum_os, sdk = build_minimum
-    return MachoFacts(
-        path=name,
-        cpu=_cpu_name(cputype),
-        filetype=FILE_TYPES.get(filetype, hex(filetype)),
-        flags=frozenset(flag for flag, bit in HEADER_FLAGS.items() if flags & bit),
-        platform=platform,
-        minimum_os=minimum_os,
-        sdk=sdk,
-        dylibs=tuple(dylibs),
-        install_name=install_name,
-        rpaths=tuple(rpaths),
-        exported=frozenset(exported),
-        undefined=frozenset(undefined),
-        signature=None if signature_range is None else _signature(data, *signature_range),
-    )
+            _within(self.data, dataoff, datasize, "the code signature")
+            self.signature_range = dataoff, datasize
 
 
 def _symbols(
@@ -400,19 +519,22 @@ def _uleb(block: bytes, at: int) -> tuple[int, int]:
 
 
 def _trie(trie: bytes, names: _Names) -> set[str]:
-    """Every name the export trie holds: the names dyld binds others' imports to. Each
-    node is visited once (a trie has no loops nor shared nodes), so a hostile trie
-    costs no more than its size."""
+    """Every name the export trie holds: the names dyld binds others' imports to.
+
+    Each node is read once (a child offset met a second time is refused: a trie has no
+    loops nor shared nodes), so the nodes read are fewer than the trie's bytes. Each
+    edge copies its parent's name to make its child's (prefix + label), and that copy,
+    not just the label, is charged to the names' budget, with no name longer than
+    MAX_NAME_BYTES: a chain of a million one-byte edges would otherwise copy a growing
+    prefix at every level, a cost quadratic in its length, where it is now refused
+    after a few thousand."""
     found: set[str] = set()
     if not trie:
         return found
-    seen: set[int] = set()
+    claimed = {0}
     stack = [(0, b"")]
     while stack:
         node, prefix = stack.pop()
-        if node in seen or node >= len(trie):
-            raise _Malformed(f"the export trie's node at {node} is revisited or outside it")
-        seen.add(node)
         info_size, at = _uleb(trie, node)
         if info_size:
             found.add(names.take(prefix))
@@ -421,14 +543,28 @@ def _trie(trie: bytes, names: _Names) -> set[str]:
             raise _Malformed(f"the export trie's node at {node} runs past its end")
         children, at = trie[at], at + 1
         for _ in range(children):
-            end = trie.find(b"\0", at)
-            if end < 0:
-                raise _Malformed(f"the export trie's node at {node} has an unterminated edge")
-            label = trie[at:end]
-            names.take(label)  # counted: prefixes grow with every level
-            child, at = _uleb(trie, end + 1)
-            stack.append((child, prefix + label))
+            name, at = _edge(trie, at, prefix, node, names)
+            child, at = _uleb(trie, at)
+            if child >= len(trie) or child in claimed:
+                raise _Malformed(f"the export trie's node at {child} is revisited or outside it")
+            claimed.add(child)
+            stack.append((child, name))
     return found
+
+
+def _edge(trie: bytes, at: int, prefix: bytes, node: int, names: _Names) -> tuple[bytes, int]:
+    """The name an edge of `node` leads to (its label at `at` after `prefix`), and
+    where the edge's child offset starts; the label is looked for no further than the
+    longest name allowed, and what is copied is charged."""
+    room = MAX_NAME_BYTES - len(prefix)
+    end = trie.find(b"\0", at, at + room + 1)
+    if end < 0:
+        raise _Malformed(
+            f"the export trie's node at {node} has an edge that is unterminated or makes a name "
+            f"longer than {MAX_NAME_BYTES} bytes"
+        )
+    names.charge(2 * (end - at) + len(prefix))  # the label, then prefix + label
+    return prefix + trie[at:end], end + 1
 
 
 @dataclass(frozen=True)
@@ -520,10 +656,11 @@ def _hash_problems(data: bytes, dataoff: int, blobs: dict[int, bytes], cd: _Dire
         return [*problems, "its hashes lie outside its CodeDirectory"]
     if cd.code_limit > dataoff:
         return problems  # said above; what lies past the signature is not code
-    # n_code is bounded by the CodeDirectory's size (checked just above).
+    # n_code is bounded by the CodeDirectory's size (checked just above); the pages
+    # beyond the code limit, when there are more hashes than pages, were said above.
     changed = [
         number
-        for number in range(cd.n_code)
+        for number in range(min(cd.n_code, pages))
         if cd.digest(data[number * page : min((number + 1) * page, cd.code_limit)]) != cd.stored(number)
     ]
     if changed:

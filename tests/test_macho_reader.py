@@ -1,0 +1,278 @@
+"""formats/macho.py on hostile input made here byte by byte (no linker needed; the real
+files made hostile are in test_macho_rules.py): what reading a file costs grows with
+the file, never faster, and whatever a file or a tree holds is one line, never a hang
+nor another exception. The layouts are written here with struct from <mach-o/loader.h>
+and <mach-o/fat.h>, not with the reader's own tables."""
+
+from __future__ import annotations
+
+import os
+import signal
+import struct
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from pyfreight.errors import PyfreightError
+from pyfreight.formats.macho import FatMacho, UnreadableMacho, is_macho, macho_facts, macho_files
+from pyfreight.formats.untrusted import UntrustedFile
+from pyfreight.targets import all_targets
+from pyfreight.verify.macho_rules import check_macho_tree, macho_target
+
+ARM = all_targets()["aarch64-apple-darwin"]
+ARM64, X86_64 = 0x0100000C, 0x01000007
+LC_SYMTAB, LC_DYLD_EXPORTS_TRIE = 0x2, 0x80000033
+
+
+class TookTooLong(Exception):
+    """Not TimeoutError: that is an OSError, which a reader may catch and go on."""
+
+
+@contextmanager
+def at_most(seconds: int) -> Iterator[None]:
+    """Fails the test, rather than hanging it, when the block takes longer (the alarm
+    interrupts a blocking open or read too), and again each second after."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TookTooLong(f"took more than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def thin(commands: list[bytes], payload: bytes = b"") -> bytes:
+    """A thin arm64 dylib of `commands` (each a whole load command), then `payload`,
+    which starts at payload_at(commands)."""
+    body = b"".join(commands)
+    header = struct.pack("<IiiIIIII", 0xFEEDFACF, ARM64, 0, 6, len(commands), len(body), 0x80, 0)
+    return header + body + payload
+
+
+def payload_at(commands: list[bytes]) -> int:
+    return 32 + sum(len(c) for c in commands)
+
+
+def exports_trie_command(offset: int, size: int) -> bytes:
+    return struct.pack("<IIII", LC_DYLD_EXPORTS_TRIE, 16, offset, size)
+
+
+def symtab_command(symoff: int, nsyms: int, stroff: int, strsize: int) -> bytes:
+    return struct.pack("<IIIIII", LC_SYMTAB, 24, symoff, nsyms, stroff, strsize)
+
+
+def uleb4(value: int) -> bytes:
+    """`value` as a ULEB128 number of exactly four bytes (padded, as linkers may)."""
+    return bytes([(value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, ((value >> 14) & 0x7F) | 0x80,
+                  (value >> 21) & 0x7F])  # fmt: skip
+
+
+def chain_trie(depth: int, label: bytes) -> bytes:
+    """An export trie that is one chain: `depth` nodes of one edge each, every edge
+    labelled `label`; the last node exports the name they spell."""
+    node_size = 2 + len(label) + 1 + 4  # info size 0, one child, the label and NUL, the offset
+    nodes = [b"\x00\x01" + label + b"\x00" + uleb4((index + 1) * node_size) for index in range(depth)]
+    return b"".join(nodes) + b"\x02\x00\x00\x00"  # terminal: 2 bytes of info (flags, address)
+
+
+def write(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_a_small_export_trie_is_read(tmp_path: Path):
+    """The control for what follows: a trie of _a and _ab (a node exporting _a with an
+    edge to one exporting _ab) gives exactly those names."""
+    trie = b"\x00\x01_a\x00\x06" + b"\x02\x00\x00\x01b\x00\x0d" + b"\x02\x00\x00\x00"
+    commands = [exports_trie_command(0, 0)]
+    commands = [exports_trie_command(payload_at(commands), len(trie))]
+    facts = macho_facts(write(tmp_path / "t.dylib", thin(commands, trie)), tmp_path)
+    assert facts is not None and facts.exported == {"a", "ab"}
+
+
+@pytest.mark.parametrize("label", [b"a", b"Py_Something"])
+def test_an_export_trie_that_is_one_long_chain_is_refused_quickly(tmp_path: Path, label: bytes):
+    """A million nodes, each one edge deeper: building each name from its parent's
+    costs the sum of all their lengths (half a million million bytes for one-byte
+    labels) unless the copying is charged; it is refused in one line, at once."""
+    trie = chain_trie(1_200_000, label)
+    commands = [exports_trie_command(0, 0)]
+    commands = [exports_trie_command(payload_at(commands), len(trie))]
+    path = write(tmp_path / "chain.dylib", thin(commands, trie))
+    started = time.monotonic()
+    with at_most(20), pytest.raises(UnreadableMacho) as refused:
+        macho_facts(path, tmp_path)
+    assert time.monotonic() - started < 2
+    message = str(refused.value)
+    assert message.startswith("chain.dylib: not a readable Mach-O file (the export trie's node at ")
+    assert "\n" not in message
+
+
+def test_an_export_trie_whose_edges_share_a_node_is_refused(tmp_path: Path):
+    """Two edges to one node would let a small trie name exponentially many paths."""
+    trie = b"\x00\x02a\x00\x08b\x00\x08" + b"\x02\x00\x00\x00"
+    commands = [exports_trie_command(0, 0)]
+    commands = [exports_trie_command(payload_at(commands), len(trie))]
+    with pytest.raises(UnreadableMacho, match=r"^t.dylib: .*node at 8 is revisited"):
+        macho_facts(write(tmp_path / "t.dylib", thin(commands, trie)), tmp_path)
+
+
+def _symbol_file(strx: list[int], strings: bytes) -> bytes:
+    """A dylib whose symbol table holds one external defined symbol (N_SECT|N_EXT) per
+    name offset in `strx`, over the string table `strings`."""
+    commands = [symtab_command(0, 0, 0, 0)]
+    symoff = payload_at(commands)
+    table = b"".join(struct.pack("<IBBHQ", x, 0x0F, 1, 0, 0x1000) for x in strx)
+    stroff = symoff + len(table)
+    commands = [symtab_command(symoff, len(strx), stroff, len(strings))]
+    return thin(commands, table + strings)
+
+
+def test_symbol_names_pointing_anywhere_are_refused_in_one_line(tmp_path: Path):
+    strings = b"\0_Py_Initialize\0_PyList_New\0"
+    facts = macho_facts(write(tmp_path / "ok.dylib", _symbol_file([1, 16], strings)), tmp_path)
+    assert facts is not None and facts.exported == {"Py_Initialize", "PyList_New"}
+    for bad in (len(strings), len(strings) + 1000, 0xFFFFFFFF):
+        path = write(tmp_path / "bad.dylib", _symbol_file([1, bad], strings))
+        with pytest.raises(UnreadableMacho) as refused:
+            macho_facts(path, tmp_path)
+        assert str(refused.value) == (
+            f"bad.dylib: not a readable Mach-O file (symbol 1's name (at {bad}) is outside the string table)"
+        )
+
+
+def test_symbol_names_all_pointing_at_one_long_name_are_refused_quickly(tmp_path: Path):
+    """Ten thousand symbols naming one name of a MiB: each is read anew, ten GiB in all
+    unless the names read are bounded in total."""
+    strings = b"\0_" + b"x" * (1 << 20) + b"\0"
+    path = write(tmp_path / "many.dylib", _symbol_file([1] * 10_000, strings))
+    started = time.monotonic()
+    with at_most(20), pytest.raises(UnreadableMacho, match=r"^many.dylib: .*names add up to more than"):
+        macho_facts(path, tmp_path)
+    assert time.monotonic() - started < 2
+
+
+def test_a_second_symbol_table_is_refused(tmp_path: Path):
+    """Each would be read in full: a thousand of them would cost a thousand times the file."""
+    strings = b"\0_a\0"
+    one = _symbol_file([1], strings)
+    command = one[32:56]
+    body = command * 2
+    header = struct.pack("<IiiIIIII", 0xFEEDFACF, ARM64, 0, 6, 2, len(body), 0x80, 0)
+    # The table's offsets shift by the second command's 24 bytes: not read, it is refused first.
+    path = write(tmp_path / "two.dylib", header + body + one[56:])
+    with pytest.raises(UnreadableMacho) as refused:
+        macho_facts(path, tmp_path)
+    assert str(refused.value) == (
+        "two.dylib: not a readable Mach-O file (load command 1 is a second LC_SYMTAB, "
+        "which a file has once at most)"
+    )
+
+
+def _fat(count: int, arches: list[tuple[int, int, int]], size: int, wide: bool = False) -> bytes:
+    """A fat header declaring `count` slices, with the fat_arch (or fat_arch_64) entries
+    (cputype, offset, size) given, padded with zeros to `size` bytes."""
+    if wide:
+        head = struct.pack(">II", 0xCAFEBABF, count)
+        head += b"".join(struct.pack(">iiQQII", cpu, 0, off, n, 14, 0) for cpu, off, n in arches)
+    else:
+        head = struct.pack(">II", 0xCAFEBABE, count)
+        head += b"".join(struct.pack(">iiIII", cpu, 0, off, n, 14) for cpu, off, n in arches)
+    return head.ljust(size, b"\0")
+
+
+@pytest.mark.parametrize(
+    ("data", "described"),
+    [
+        (_fat(2, [(ARM64, 64, 64), (X86_64, 128, 64)], 192), "ARM64, X86_64"),
+        # More slices than any fat file has, each header read: only a few are listed.
+        (_fat(30, [(ARM64, 4096 * (1 + i), 4096) for i in range(30)], 4096 * 31),
+         "30 slices: ARM64, ARM64, ARM64, ARM64, …"),
+        (_fat(0xFFFFFFFF, [(ARM64, 1 << 20, 64)], 40),
+         "4294967295 slices: ARM64 outside the file (bytes 1048576-1048640), "
+         "slice 1's header past the end of the file, …"),
+        (_fat(2, [(ARM64, 64, 64), (X86_64, 96, 64)], 192), "ARM64, X86_64 overlapping another slice"),
+        (_fat(1, [(ARM64, 0, 64)], 64), "ARM64 outside the file (bytes 0-64)"),
+        (_fat(2, [(ARM64, 1 << 40, 1 << 62), (ARM64, 96, 32)], 128, wide=True),
+         f"ARM64 outside the file (bytes {1 << 40}-{(1 << 40) + (1 << 62)}), ARM64"),
+        (_fat(0, [], 8), "no slices"),
+        (b"\xca\xfe\xba\xbe\0\0", "its header is cut short"),
+    ],
+)  # fmt: skip
+def test_any_file_with_a_fat_magic_is_refused_as_fat_whatever_it_declares(
+    tmp_path: Path, data: bytes, described: str
+):
+    path = write(tmp_path / "lib/x.dylib", data)
+    assert is_macho(path)
+    with pytest.raises(FatMacho) as refused:
+        macho_facts(path, tmp_path)
+    assert str(refused.value) == f"lib/x.dylib: fat/universal file ({described}): ship thin files"
+
+
+def test_a_fifo_is_neither_read_nor_waited_for(tmp_path: Path):
+    """A fifo where a binary should be would block an open() for reading until a writer
+    came: refused in one line instead, and left out of the walk where no binary must be."""
+    os.mkfifo(tmp_path / "python3.14")
+    os.mkfifo(tmp_path / "pipe")
+    with at_most(10):
+        assert not is_macho(tmp_path / "python3.14")
+        with pytest.raises(UntrustedFile) as refused:
+            macho_facts(tmp_path / "python3.14", tmp_path)
+        assert str(refused.value) == (
+            "python3.14: not a regular file (a fifo, device or socket); the tree is not trusted"
+        )
+        with pytest.raises(PyfreightError):
+            macho_target(tmp_path / "python3.14")
+        assert list(macho_files(tmp_path)) == []
+        assert check_macho_tree(tmp_path, ARM) == ([], [])
+
+
+def test_the_interpreter_is_read_through_its_symlink_and_a_loop_is_not_one(tmp_path: Path):
+    """bin/python3 is a symlink to python3.X: callers ask about it by that name."""
+    write(tmp_path / "bin/python3.14", thin([]))
+    (tmp_path / "bin/python3").symlink_to("python3.14")
+    (tmp_path / "bin/loop").symlink_to("loop")
+    assert is_macho(tmp_path / "bin/python3") and not is_macho(tmp_path / "bin/loop")
+    assert macho_target(tmp_path / "bin/python3") == ARM
+    with pytest.raises(PyfreightError):
+        macho_target(tmp_path / "bin/loop")
+
+
+def test_a_sparse_file_declaring_gigabytes_is_refused_unread(tmp_path: Path):
+    path = write(tmp_path / "lib/libpython3.14.dylib", thin([]))
+    os.truncate(path, 6 << 30)
+    with at_most(10):
+        started = time.monotonic()
+        with pytest.raises(UntrustedFile) as refused:
+            macho_facts(path, tmp_path)
+        assert str(refused.value) == (
+            f"lib/libpython3.14.dylib: {6 << 30} bytes, larger than any binary of ours (256 MiB); "
+            "the tree is not trusted"
+        )
+        assert check_macho_tree(tmp_path, ARM) == ([], [str(refused.value)])
+        assert time.monotonic() - started < 2
+
+
+def test_names_in_messages_are_one_printable_line(tmp_path: Path):
+    """A file name may hold a newline or a terminal escape: the line naming it may not."""
+    write(tmp_path / "lib/a\nb\x1b[2J.dylib", b"MZ\x90\x00")
+    lines = check_macho_tree(tmp_path, ARM)[1]
+    assert lines == [
+        "lib/a\\nb\\x1b[2J.dylib: a Windows (PE) file, "
+        "not a thin Mach-O file for ARM64 (aarch64-apple-darwin)"
+    ]
+
+
+def test_a_tree_deeper_than_any_of_ours_is_one_line(tmp_path: Path):
+    deep = tmp_path.joinpath(*["d"] * 70)
+    write(deep / "x.dylib", thin([]))
+    facts, lines = check_macho_tree(tmp_path, ARM)
+    assert facts == [] and len(lines) == 1 and "more than 64 folders deep" in lines[0]
