@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import subprocess
 import tarfile
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pyfreight.targets import all_targets, default_target
-from pyfreight.verify.validate import _elf_problems, _interpreter_problems, validate
+from pyfreight.verify.validate import _build_path_problems, _elf_problems, _interpreter_problems, validate
 
 HOST_BINARY = Path(shutil.which("ls") or "/bin/ls")  # built against the host's newer glibc
 
@@ -290,3 +291,20 @@ def test_shared_objects_are_held_to_the_hardening_and_export_rules(tmp_path):
         assert any(expected in m for m in found), (expected, found)
     good = _messages(_elf_problems(hardened, "python/install/lib/hardened.so", default_target(), []))
     assert good == ["python/install/lib/hardened.so: exports symbols of bundled libraries: SSL_new_fake"]
+
+
+def test_a_file_larger_than_ours_is_named_and_not_read(tmp_path):
+    """relocate's search for build paths reads files whole: a sparse file of gigabytes is
+    named by its size instead (in an archive the byte caps stop it first)."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "big.txt").touch()
+    os.truncate(tmp_path / "lib" / "big.txt", 6 << 30)
+    (tmp_path / "lib" / "ok.txt").write_text("/tools/deps is where it was built\n")
+    problems = _build_path_problems(tmp_path, "python/install")
+    assert [str(p) for p in problems] == [
+        "python/install/lib/big.txt: 6442450944 bytes, larger than any file of ours (256 MiB)"
+    ]
+    (tmp_path / "lib" / "big.txt").unlink()
+    assert [p.member for p in _build_path_problems(tmp_path, "python/install")] == [
+        "python/install/lib/ok.txt"
+    ]

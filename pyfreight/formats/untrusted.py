@@ -89,6 +89,8 @@ def walk(root: Path, max_depth: int = MAX_TREE_DEPTH) -> Iterator[Path]:
     """Every entry below `root` (folders, files, symlinks, not followed), in sorted
     order as rglob("*") gives them, walked with a stack rather than recursion; a tree
     deeper than `max_depth` is refused, naming its first entry that deep."""
+    if not root.is_dir():
+        return  # as rglob: a missing root holds nothing
     entries = []
     stack: list[tuple[Path, int]] = [(root, 0)]
     while stack:

@@ -30,6 +30,7 @@ from pyfreight.formats.elf import (
 )
 from pyfreight.formats.macho import is_macho
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
+from pyfreight.formats.untrusted import MAX_BINARY_BYTES, regular_files
 from pyfreight.leftovers import scratch_folder
 from pyfreight.python_json import schema_errors
 from pyfreight.targets import Target, all_targets, default_target, known_names
@@ -287,9 +288,7 @@ def _install_tree(install: Path, prefix: str, target: Target) -> tuple[list[Prob
                         "an extension module as a shared library (all but the test-only ones are built in)",
                     )
                 )
-    for leak in find_build_paths(install):
-        member, _, detail = leak.partition(": ")
-        problems.append(Problem(f"{prefix}/{member}", f"build-time path: {detail}"))
+    problems += _build_path_problems(install, prefix)
     bin_dir = install / "bin"
     links = [bin_dir / "python", bin_dir / "python3"]
     if not all(p.is_symlink() for p in links):
@@ -299,6 +298,26 @@ def _install_tree(install: Path, prefix: str, target: Target) -> tuple[list[Prob
             Problem(f"{prefix}/bin/python", "bin/python and bin/python3 point to different interpreters")
         )
     return problems, facts
+
+
+def _build_path_problems(install: Path, prefix: str) -> list[Problem]:
+    """Text files naming the build's paths. relocate's search reads each file whole: a
+    file larger than any of ours (a sparse one of gigabytes, from outside) is a problem
+    of its own, and the search is not run on such a tree."""
+    oversized = [path for path in regular_files(install) if path.stat().st_size > MAX_BINARY_BYTES]
+    if oversized:
+        return [
+            Problem(
+                f"{prefix}/{path.relative_to(install)}",
+                f"{path.stat().st_size} bytes, larger than any file of ours ({MAX_BINARY_BYTES >> 20} MiB)",
+            )
+            for path in oversized
+        ]
+    problems = []
+    for leak in find_build_paths(install):
+        member, _, detail = leak.partition(": ")
+        problems.append(Problem(f"{prefix}/{member}", f"build-time path: {detail}"))
+    return problems
 
 
 def _pe_tree(install: Path, prefix: str, target: Target) -> list[Problem]:
@@ -334,9 +353,7 @@ def _pe_tree(install: Path, prefix: str, target: Target) -> list[Problem]:
                     "an extension module as a .pyd (all but the test-only ones are built into the DLL)",
                 )
             )
-    for leak in find_build_paths(install):
-        member, _, detail = leak.partition(": ")
-        problems.append(Problem(f"{prefix}/{member}", f"build-time path: {detail}"))
+    problems += _build_path_problems(install, prefix)
     return problems
 
 
