@@ -13,7 +13,6 @@ import os
 import random
 import struct
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -514,20 +513,6 @@ def test_files_named_like_images_must_be_images_of_the_target(images: Images, tm
     ]
     with pytest.raises(PyfreightError, match=r"^python.exe: named like a PE image but is a Mach-O file$"):
         windows_tree_target(root)
-
-
-def test_check_install_names_a_mach_o_python_exe_in_one_line(tmp_path: Path):
-    (tmp_path / "python.exe").write_bytes(MACHO)
-    proc = subprocess.run(
-        [str(Path(sys.executable).with_name("pyfreight")), "check-install", str(tmp_path), "--tests", "none"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines() == [
-        "error: python.exe: named like a PE image but is a Mach-O file"
-    ]
 
 
 def test_a_file_too_large_or_not_regular_is_a_problem_not_an_exception(tmp_path: Path):

@@ -111,10 +111,22 @@ def test_a_file_named_like_an_image_that_is_none_and_a_broken_one_are_named(tmp_
     assert problems[1].startswith("sub/python314.dll: not a readable PE image (")
 
 
-def test_check_install_names_a_broken_python_exe_in_one_line(tmp_path: Path):
+# A thin arm64 Mach-O header: the wrong format under a Windows name.
+MACHO_BYTES = (0xFEEDFACF).to_bytes(4, "little") + (0x0100000C).to_bytes(4, "little") + bytes(24)
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"MZ" + b"\xff" * 100, r"error: python\.exe: not a readable PE image \(.+\)"),
+        (MACHO_BYTES, r"error: python\.exe: named like a PE image but is a Mach-O file"),
+    ],
+    ids=["broken-pe", "mach-o"],
+)
+def test_check_install_names_a_broken_python_exe_in_one_line(tmp_path: Path, content: bytes, said: str):
     """A tree from the internet may hold anything: an executable that is no PE image is
     named, with no traceback and before any container starts."""
-    (tmp_path / "python.exe").write_bytes(b"MZ" + b"\xff" * 100)
+    (tmp_path / "python.exe").write_bytes(content)
     proc = subprocess.run(
         [str(Path(sys.executable).with_name("pyfreight")), "check-install", str(tmp_path), "--tests", "none"],
         capture_output=True,
@@ -122,9 +134,8 @@ def test_check_install_names_a_broken_python_exe_in_one_line(tmp_path: Path):
         timeout=120,
     )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines() == [
-        "error: python.exe: not a readable PE image (" + proc.stderr.split("(", 1)[1].strip()
-    ]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and re.fullmatch(said, lines[0]), proc.stderr
 
 
 def test_the_windows_targets_wine_limits_are_data_with_reasons():
