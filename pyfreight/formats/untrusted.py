@@ -28,6 +28,19 @@ class UntrustedFile(PyfreightError):
     """A file or folder from outside that the readers refuse (said in one line)."""
 
 
+class UntrustedTree(UntrustedFile):
+    """A tree whose binaries broke the rules (each problem printed already): nothing of
+    it is run. `where` names it as the user gave it (test-dist names its archive)."""
+
+    def __init__(self, where: Path | str, problems: int, binaries: str) -> None:
+        super().__init__(
+            f"{where}: {problems} problem(s) in its {binaries} files (above); it is not trusted "
+            "and nothing of it was run"
+        )
+        self.problems = problems
+        self.binaries = binaries
+
+
 def _open_regular(path: Path, name: str) -> tuple[int, os.stat_result]:
     """An open descriptor of `path`, which must be a regular file: opened without
     blocking (a fifo answers at once) and without following a final symlink."""

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from pyfreight.cpython.layout import installed_python_name
-from pyfreight.errors import PyfreightError
+from pyfreight.formats.untrusted import UntrustedTree
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR
 from pyfreight.targets import Target
@@ -37,10 +37,7 @@ def check_macos_install(tree: Path, tests: str, target: Target) -> bool:
         print(f"FAIL  {problem}")
     if problems:
         # A tree whose files break the rules may be anything: none of it is run.
-        raise PyfreightError(
-            f"{tree}: {len(problems)} problem(s) in its Mach-O files (above); the tree is not "
-            "trusted and nothing of it was run"
-        )
+        raise UntrustedTree(tree, len(problems), "Mach-O")
     if not runs_on_this_machine(target):
         say(
             f"check-install: {target.triple}'s programs cannot run on this machine; the Mach-O "

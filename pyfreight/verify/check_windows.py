@@ -14,6 +14,7 @@ from pathlib import Path
 from pyfreight.container.wine import FOLDER, run_windows_program, wine_path
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.pe import pe_image
+from pyfreight.formats.untrusted import UntrustedTree
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
@@ -61,10 +62,7 @@ def check_windows_install(tree: Path, ws: Workspace, tests: str, target: Target)
         print(f"FAIL  {problem}")
     if problems:
         # A tree whose images break the rules may be anything: none of it is run.
-        raise PyfreightError(
-            f"{tree}: {len(problems)} problem(s) in its PE files (above); the tree is not trusted "
-            "and nothing of it was run"
-        )
+        raise UntrustedTree(tree, len(problems), "PE")
     ws.scratch.mkdir(parents=True, exist_ok=True)
     # Wine's user reads a copy laid out as the checks want it; the tree is not touched.
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("check-windows")) as tmp:

@@ -58,7 +58,15 @@ def check_distribution(
             # still run, and asking for tests it cannot have is not a failure of it.
             say(f"test-dist: {flavour.name} has no test package; CPython's tests are skipped")
             tests = "none"
-        passed = check_install(tree, ws, tests=tests)
+        try:
+            passed = check_install(tree, ws, tests=tests)
+        except PyfreightError as exc:
+            # Named by the archive and its member, not the folder it was unpacked to,
+            # which is gone when the user reads the message.
+            message = str(exc)
+            for unpacked in (f"{tmp.resolve()}/", f"{tmp}/"):  # the longer first
+                message = message.replace(unpacked, f"{archive}: ")
+            raise PyfreightError(message) from None
         if document is not None:
             say(f"test-dist: run_tests ({document['run_tests']} {' '.join(RUN_TESTS_ARGS)})")
             ran = _run_tests_entry(root, document, tree, ws)
