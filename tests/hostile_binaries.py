@@ -9,7 +9,7 @@ Every case is handed to the commands that judge it, as people type them (the
 `pyfreight` console script, in a workspace, temporary folder and working folder of its
 own, with an `outside` folder it must not touch), under a 4 GB address-space limit, with
 a `docker` on PATH that only records being asked (make test runs no container: for these
-archives test-dist stops at the static PE/Mach-O rules). A case is refused cleanly when
+archives test-dist and check-install stop at the static PE/Mach-O rules). A case is refused cleanly when
 the command exits 1 within 10 s and 500 MB, prints no traceback and no internal error,
 says `error:` once, and names the mutated member on a line that the unmutated twin of
 the archive does not print (the baseline: the tiny binaries may have problems of their
@@ -19,8 +19,9 @@ own, and a case must not pass on them); and when nothing is left behind.
 
 builds the corpus in a temporary folder, runs all of it and prints the summary table
 (for the release notes) and a line per case and command, and writes every outcome as
-JSON to PATH. --containers adds check-install of the Windows trees, which runs Wine in
-a container (the Windows target's part of test-all). The tests are in
+JSON to PATH. --containers runs check-install of the Windows trees with the real Docker
+engine (which would run Wine, were a tree to pass its PE rules: the Windows target's
+part of test-all); without it, with the recording docker, as make test does. The tests are in
 tests/test_hostile_binaries.py."""
 
 from __future__ import annotations
@@ -987,8 +988,9 @@ assert len(CASES_BY_NAME) == len(CASES)
 
 
 def needs_containers(case: Case, command: str) -> bool:
-    """check-install of a Windows tree runs Wine in a container: the Windows target's
-    part of test-all, not make test."""
+    """check-install of a Windows tree runs Wine in a container once its PE files pass:
+    make test runs it with the recording docker (a hostile tree must be refused before
+    any container), the Windows target's part of test-all with the real engine too."""
     return command == "check-install" and case.platform == "windows"
 
 
@@ -1320,7 +1322,7 @@ class Corpus:
 
     def baseline(self, case: Case, command: str, containers: bool = False) -> Outcome:
         tree = self.baseline_tree(case)
-        key = (case.platform, case.full, command)
+        key = (case.platform, case.full, command, containers)
         if key not in self.baselines:
             label = f"baseline-{case.platform}-{flavour_of(tree).name}-{command}"
             # With containers, the first run may build the Wine runtime image.
@@ -1329,7 +1331,7 @@ class Corpus:
         return self.baselines[key]
 
     def outcome(self, case: Case, command: str, containers: bool = False) -> Outcome:
-        key = (case.name, command)
+        key = (case.name, command, containers)
         if key not in self.outcomes:
             baseline = self.baseline(case, command, containers)
             outcome = self.run(self.tree(case), command, f"{case.name}-{command}", containers)
@@ -1343,15 +1345,16 @@ class Corpus:
         return self.outcomes[key]
 
     def everything(self, containers: bool = False, progress: bool = False) -> list[Outcome]:
-        """Every case through every command that judges it (with `containers`, also
-        check-install of the Windows trees); with `progress`, a line on stderr each."""
+        """Every case through every command that judges it (with `containers`, Windows
+        check-install with the real engine, else with the recording docker); with
+        `progress`, a line on stderr each."""
         found = []
         for case in CASES:
             for command in case.commands:
-                if containers or not needs_containers(case, command):
-                    found.append(outcome := self.outcome(case, command, containers))
-                    if progress:
-                        print(f"{outcome.verdict(containers):15} {outcome.case}", file=sys.stderr, flush=True)
+                engine = containers and needs_containers(case, command)
+                found.append(outcome := self.outcome(case, command, engine))
+                if progress:
+                    print(f"{outcome.verdict(engine):15} {outcome.case}", file=sys.stderr, flush=True)
         return found
 
 
