@@ -1260,8 +1260,8 @@ class Corpus:
         self.folder = folder
         self.kit = kit
         self.trees: dict[str, Tree] = {}
-        self.outcomes: dict[tuple[str, str], Outcome] = {}
-        self.baselines: dict[tuple[str, bool, str], Outcome] = {}
+        self.outcomes: dict[tuple[str, str, bool], Outcome] = {}
+        self.baselines: dict[tuple[str, bool, str, bool], Outcome] = {}
         self.runs = 0
 
     @classmethod

@@ -96,7 +96,7 @@ def test_a_tree_deeper_than_ours_is_refused_by_the_walk(tmp_path):
     root = _deep(tmp_path / "tree", 1100)
     with pytest.raises(UntrustedFile, match=f"more than {MAX_TREE_DEPTH} folders deep"):
         list(walk(root))
-    with pytest.raises(UntrustedFile, match="folders deep"):
+    with pytest.raises(UntrustedFile, match=f"^{root}/d/d/d/…/d: more than {MAX_TREE_DEPTH} folders deep"):
         judge_tree(root)
     remove_tree(root)
     assert not root.exists()
@@ -112,7 +112,7 @@ def test_the_walk_lists_what_rglob_lists(tmp_path):
 def test_judge_tree_refuses_a_fifo_anywhere(tmp_path):
     (tmp_path / "lib").mkdir()
     os.mkfifo(tmp_path / "lib" / "x.so")
-    with pytest.raises(UntrustedFile, match=r"^lib/x\.so: not a file, folder or symlink"):
+    with pytest.raises(UntrustedFile, match=f"^{tmp_path}/lib/x\\.so: not a file, folder or symlink"):
         judge_tree(tmp_path)
 
 

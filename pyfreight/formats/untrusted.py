@@ -127,13 +127,17 @@ def walk(root: Path, max_depth: int = MAX_TREE_DEPTH) -> Iterator[Path]:
 
 def judge_tree(root: Path, max_depth: int = MAX_TREE_DEPTH) -> None:
     """Refuses a tree from outside that holds what none of ours does: entries deeper than
-    `max_depth`, fifos, devices or sockets (a reader would block on one, or never end)."""
-    for path in walk(root, max_depth):
+    `max_depth`, fifos, devices or sockets (a reader would block on one, or never end).
+    The entry is named by its path below `root` as given, the tree the user named."""
+    try:
+        entries = list(walk(root, max_depth))
+    except UntrustedFile as exc:
+        raise UntrustedFile(f"{root}/{exc}") from None
+    for path in entries:
         if path.is_symlink() or path.is_dir() or path.is_file():
             continue
         raise UntrustedFile(
-            f"{path.relative_to(root)}: not a file, folder or symlink (a fifo, device or socket); "
-            "the tree is not trusted"
+            f"{path}: not a file, folder or symlink (a fifo, device or socket); the tree is not trusted"
         )
 
 
