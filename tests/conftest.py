@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pyfreight.leftovers import remove_tree
 from pyfreight.sources.recipes import Source
 from tests import tiers
 
@@ -38,6 +39,38 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "part(name): a test of test-all only, in its part NAME (tests/tiers.py)"
     )
+
+
+# pytest removes old sessions' temporary folders with shutil.rmtree, which recurses and
+# breaks (RecursionError at exit, failing the whole run) on the 1100-folder trees the
+# hostile-input tests write. Later pytest sessions (tests/test_tiers.py starts some) make
+# this session's folder "old" at once, so whatever a test left that deep goes here first.
+TOO_DEEP_FOR_PYTEST = 200
+
+
+def _deep_branches(root: Path) -> list[Path]:
+    """The folders exactly TOO_DEEP_FOR_PYTEST below `root`, found without recursion."""
+    found: list[Path] = []
+    stack = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        if depth == TOO_DEEP_FOR_PYTEST:
+            found.append(folder)
+            continue
+        try:
+            with os.scandir(folder) as entries:
+                stack += [(Path(e.path), depth + 1) for e in entries if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None or getattr(factory, "_basetemp", None) is None:
+        return
+    for branch in _deep_branches(factory.getbasetemp()):
+        remove_tree(branch)
 
 
 def _part_of(item: pytest.Item) -> str | None:

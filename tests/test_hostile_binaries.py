@@ -25,10 +25,12 @@ ENGINE_MARKS = [pytest.mark.part(WINDOWS_PART), pytest.mark.container]
 
 
 @pytest.fixture(scope="session")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> hb.Corpus:
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hb.Corpus]:
     """The binaries linked once per session; each command's outcome on a case is kept,
     for the summary table."""
-    return hb.Corpus.build(tmp_path_factory.mktemp("hostile-binaries"))
+    folder = tmp_path_factory.mktemp("hostile-binaries")
+    yield hb.Corpus.build(folder)
+    hb.remove(folder)  # its check-install trees are 1100 folders deep: pytest's rmtree breaks
 
 
 def _case_commands() -> Iterator[object]:
@@ -128,27 +130,29 @@ def test_a_later_command_works_after_a_deep_tree(corpus: hb.Corpus, tmp_path: Pa
     the same workspace says what it says in a fresh one, and build/tmp is empty after."""
     case = hb.CASES_BY_NAME["deep-tree-macos"]
     ws = hb.Workspace(tmp_path / "ws")
-    if how == "failed":
-        first = corpus.run(corpus.tree(case), "test-dist", "deep", ws=ws)
-        assert first.returncode is not None and first.returncode != 0, first.output
-    else:
-        planted = ws.build / "tmp" / f"test-dist.pid{_dead_pid()}.hb" / "unpacked/python"
-        deep = planted / f"lib/python{hb.MINOR}" / hb.DEEP
-        hb.makedirs(deep)
-        (deep / hb.DEEP_LEAF).write_text("x = 1\n")
-    baseline = corpus.baseline(case, "test-dist")
+    try:
+        if how == "failed":
+            first = corpus.run(corpus.tree(case), "test-dist", "deep", ws=ws)
+            assert first.returncode is not None and first.returncode != 0, first.output
+        else:
+            planted = ws.build / "tmp" / f"test-dist.pid{_dead_pid()}.hb" / "unpacked/python"
+            deep = planted / f"lib/python{hb.MINOR}" / hb.DEEP
+            hb.makedirs(deep)
+            (deep / hb.DEEP_LEAF).write_text("x = 1\n")
+        baseline = corpus.baseline(case, "test-dist")
 
-    later = corpus.run(corpus.baseline_tree(case), "test-dist", "later", ws=ws)
+        later = corpus.run(corpus.baseline_tree(case), "test-dist", "later", ws=ws)
 
-    shown = f"after a deep tree ({how}): {later.first_lines(12)}"
-    assert later.returncode == baseline.returncode, shown
-    assert "Traceback" not in later.output and "internal error" not in later.output, shown
-    expected = set(baseline.output.splitlines())
-    extra = [line for line in later.output.splitlines() if line and line not in expected]
-    assert all(line.startswith("removed ") and "killed" in line for line in extra), shown
-    assert not later.leftovers, f"left behind: {later.leftovers}"
-    print(f"\n{how}: {later.output}")
-    hb.remove(ws.root)
+        shown = f"after a deep tree ({how}): {later.first_lines(12)}"
+        assert later.returncode == baseline.returncode, shown
+        assert "Traceback" not in later.output and "internal error" not in later.output, shown
+        expected = set(baseline.output.splitlines())
+        extra = [line for line in later.output.splitlines() if line and line not in expected]
+        assert all(line.startswith("removed ") and "killed" in line for line in extra), shown
+        assert not later.leftovers, f"left behind: {later.leftovers}"
+        print(f"\n{how}: {later.output}")
+    finally:
+        hb.remove(ws.root)  # 1100 folders deep, were a check above to fail
 
 
 def test_the_summary_table(corpus: hb.Corpus) -> None:

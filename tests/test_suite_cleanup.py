@@ -1,0 +1,53 @@
+"""The suite ends cleanly however deep the trees its tests write: pytest removes old
+sessions' temporary folders with a recursive rmtree, which broke at exit on the hostile
+1100-folder trees once later sessions had made this one old (CI failed after every test
+had passed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+A_TEST_LEAVING_A_DEEP_TREE = """
+def test_deep(tmp_path):
+    folder = tmp_path
+    for _ in range(1100):
+        folder = folder / "d"
+        folder.mkdir()
+"""
+
+
+def test_sessions_after_one_that_left_a_deep_tree_end_cleanly(tmp_path: Path) -> None:
+    (tmp_path / "test_deep.py").write_text(A_TEST_LEAVING_A_DEEP_TREE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    root = tmp_path / "temproot"
+    root.mkdir()
+    env = {**os.environ, "PYTEST_DEBUG_TEMPROOT": str(root), "PYTHONPATH": str(REPO)}
+    # pytest keeps the last three sessions' folders: the fourth removes the first's.
+    for session in range(4):
+        ran = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "tests.conftest",
+                "-c",
+                str(tmp_path / "pytest.ini"),
+                str(tmp_path / "test_deep.py"),
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        shown = f"session {session}: {ran.returncode}\n{ran.stdout[-1500:]}{ran.stderr[-1500:]}"
+        assert ran.returncode == 0 and "RecursionError" not in ran.stderr, shown
