@@ -518,7 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="all|minimal|no-copyleft|NAME,…",
         help="extension modules to build in (minimal ones are always added; default: all)",
     )
-    p.add_argument("--cc", help="C compiler driver, e.g. gcc or clang-19 (default: $CC or cc)")
+    p.add_argument("--cc", help="C compiler driver, e.g. gcc or clang-22 (default: $CC or cc)")
     p.add_argument("--emit-lib", action="store_true", help="stop at a self-contained static libpython")
     p.add_argument("--work-dir", help="keep the intermediate files (config.c, objects, log) here")
     p.add_argument(

@@ -46,8 +46,9 @@ command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || apt_in
 # `pyfreight embed` links on the host: gcc and binutils for any archive; clang, lld and
 # llvm of the build's LLVM for LTO (bitcode) archives; strace for the memory-importer proof.
 command -v gcc >/dev/null 2>&1 || apt_install gcc libc6-dev
-if ! { command -v clang-19 && command -v ld.lld-19 && command -v llvm-ar-19; } >/dev/null 2>&1; then
-  apt_install clang-19 lld-19 llvm-19
+llvm=$(.venv/bin/python -c 'from pyfreight.toolchain import LLVM; print(LLVM)')
+if ! { command -v "clang-$llvm" && command -v "ld.lld-$llvm" && command -v "llvm-ar-$llvm"; } >/dev/null 2>&1; then
+  apt_install "clang-$llvm" "lld-$llvm" "llvm-$llvm"
 fi
 command -v strace >/dev/null 2>&1 || apt_install strace
 # Compilers that link for the cross-compiled targets (targets/*.yaml `cross_cc`), for

@@ -16,7 +16,7 @@ from pyfreight.deps.scheduler import build_deps
 from pyfreight.paths import Workspace, default_workspace
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import default_target
-from pyfreight.toolchain import build_environment
+from pyfreight.toolchain import LLVM, build_environment
 from tests.in_image import bash_in_image
 from tests.tiers import FROM_SCRATCH
 
@@ -84,7 +84,7 @@ def test_expected_symbols_are_defined(built):
         image,
         prefix,
         'for a in libssl libcrypto liblzma libz; do echo "== $a"; '
-        "llvm-nm-19 --defined-only --extern-only lib/$a.a; done",
+        f"llvm-nm-{LLVM} --defined-only --extern-only lib/$a.a; done",
     )
     sections = dict(part.split("\n", 1) for part in out.split("== ")[1:])
     assert " T SSL_new\n" in sections["libssl"]
@@ -99,7 +99,7 @@ def test_objects_are_x86_64_elf(built, tmp_path):
         image,
         prefix,
         "mkdir -p objs && cd objs && for a in ../lib/*.a; do "
-        "d=$(basename $a .a); mkdir $d; (cd $d && llvm-ar-19 x ../../lib/$d.a); done",
+        f"d=$(basename $a .a); mkdir $d; (cd $d && llvm-ar-{LLVM} x ../../lib/$d.a); done",
     )
     objects = sorted((prefix / "objs").rglob("*.o"))
     assert len(objects) > 100

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from pyfreight import toolchain
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.embed.command import embed
 from pyfreight.formats.tarball import extract
@@ -79,7 +80,7 @@ def test_minimal_interpreter_with_gcc(noopt_dist, tree, tmp_path):
 
 def test_all_extensions_with_clang_pass_the_distribution_checks(tree, tmp_path):
     out = tmp_path / "python-all"
-    result = embed(tree, out, selection="all", cc="clang-19")
+    result = embed(tree, out, selection="all", cc=f"clang-{toolchain.LLVM}")
     assert result.dropped == []
     with out.open("rb") as fh:
         # linked as the archive's own python3 is: position-dependent by default

@@ -17,7 +17,7 @@ from elftools.elf.elffile import ELFFile
 from pyfreight.formats.elf import elf_facts, interpreter_identity
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import Target, all_targets
-from pyfreight.toolchain import compiler_commands
+from pyfreight.toolchain import LLVM, compiler_commands
 from tests.in_image import bash_in_image, zlib_from_scratch
 
 pytestmark = pytest.mark.container
@@ -57,7 +57,7 @@ def musl_zlib(request, tmp_path_factory):
 def test_zlib_objects_are_the_targets(musl_zlib):
     target, image, built, prefix = musl_zlib
     assert built.built == ["zlib"] and target.triple in built.artifacts["zlib"].path.name
-    bash_in_image(image.tag, prefix, "mkdir objs && cd objs && llvm-ar-19 x ../lib/libz.a")
+    bash_in_image(image.tag, prefix, f"mkdir objs && cd objs && llvm-ar-{LLVM} x ../lib/libz.a")
     objects = sorted((prefix / "objs").glob("*.o"))
     assert len(objects) > 10
     for obj in objects:

@@ -15,7 +15,7 @@ checking build system type... x86_64-pc-linux-gnu
 configure: creating Makefile
 Running code to generate profile data (this can take a while):
 Building with support for profile generation:
-clang-19 -c -fprofile-instr-generate Objects/object.c
+clang-22 -c -fprofile-instr-generate Objects/object.c
 0:00:01 load avg: 1.00 [ 1/44] test_array
 0:00:02 load avg: 1.00 [ 2/44] test_base64
 Rebuilding with profile guided optimizations:
