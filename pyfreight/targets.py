@@ -68,6 +68,7 @@ class Target:
     cross_cc: str | None  # a compiler here that links for the target (embed --cc)
     cross_cc_packages: tuple[str, ...]  # the Debian packages providing it
     runtime_tools: str | None = None  # platform/ recipe of the tools of a libc-only runtime image
+    experimental_jit: bool = False  # CPython's Tools/jit has stencils for it (pgo builds carry the JIT, off)
     is_default: bool = False
 
     def __hash__(self) -> int:
@@ -198,6 +199,7 @@ class Target:
             cross_cc=data.get("cross_cc", {}).get("command"),
             cross_cc_packages=tuple(data.get("cross_cc", {}).get("debian_packages", ())),
             runtime_tools=data.get("runtime_tools"),
+            experimental_jit=bool(data.get("experimental_jit", False)),
             is_default=bool(data.get("default", False)),
         )
 

@@ -19,7 +19,7 @@ SOURCES_DIR = "/inputs/sources"
 RECIPE_DIR = "/inputs/recipe"
 WORK_DIR = "/build/work"
 
-LLVM = "19"
+LLVM = "22"  # the LLVM major of every Linux build (dockerfiles/build-packages.txt)
 
 
 # Optimization and hardening as distributions build static libraries:
@@ -38,9 +38,20 @@ HARDENING_CFLAGS = {
 }
 
 
+# Frame pointers in every frame, leaf functions included, so that profilers (perf, eBPF
+# tools, py-spy's native mode) unwind our code without DWARF, as distributions now build
+# (Fedora 38, Ubuntu 24.04) and python-build-standalone does. The cost is measured in
+# docs/performance.md (the `nofp` build modifier leaves them out of CPython's own code).
+FRAME_POINTER_CFLAGS = {"elf": "-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer", "pe": "", "macho": ""}
+
+
 def common_cflags(target: Target) -> str:
     hardening = f"{HARDENING_CFLAGS[target.binary_format]} {target.control_flow_cflags}".rstrip()
-    return f"-O2 -fPIC -fvisibility=hidden {hardening} -ffile-prefix-map={WORK_DIR}=."
+    frame_pointers = FRAME_POINTER_CFLAGS[target.binary_format]
+    flags = f"-O2 -fPIC -fvisibility=hidden {hardening}"
+    if frame_pointers:
+        flags += f" {frame_pointers}"
+    return f"{flags} -ffile-prefix-map={WORK_DIR}=."
 
 
 # lld; full RELRO with BIND_NOW and a non-executable stack for anything linked here

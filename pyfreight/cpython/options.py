@@ -33,6 +33,7 @@ class CodeGen:
     )
     full_lto: bool  # full LTO rather than ThinLTO (lto options only)
     static_libc: bool = False  # one fully static executable (targets whose libc allows it)
+    frame_pointers: bool = True  # every frame keeps its frame pointer (ELF targets: profilers unwind by it)
 
 
 # What every option builds unless a modifier says otherwise (see docs/performance.md for
@@ -51,6 +52,8 @@ MODIFIERS: dict[str, tuple[str, object]] = {
     "thinlto": ("full_lto", False),
     "fulllto": ("full_lto", True),
     "static": ("static_libc", True),
+    "fp": ("frame_pointers", True),
+    "nofp": ("frame_pointers", False),
 }
 
 
@@ -166,9 +169,21 @@ def configure_args(source: CPythonSource, options: BuildOptions, target: Target)
             *(f"{name}={value}" for name, value in sorted(target.cpython_configure_answers.items())),
         ]
     if "tail_call_interpreter" in source.features and options.base != "debug":
-        # clang 19's musttail: the interpreter's opcode handlers call each other.
+        # clang's musttail: the interpreter's opcode handlers call each other.
         args.append("--with-tail-call-interp")
+    if carries_jit(source, options, target):
+        # Built in, off unless PYTHON_JIT=1: its stencils need their own LLVM
+        # (cpython/versions.yaml jit_llvm, in the build image), found by Tools/jit.
+        args.append("--enable-experimental-jit=yes-off")
     return args
+
+
+def carries_jit(source: CPythonSource, options: BuildOptions, target: Target) -> bool:
+    """The experimental JIT is built in (and off) for a pgo build of the GIL where both
+    the target and the release can have it: the free-threaded build has no JIT yet."""
+    return (
+        options.pgo and not options.freethreaded and target.experimental_jit and source.jit_llvm is not None
+    )
 
 
 def recorded_flags(codegen: CodeGen, target: Target) -> tuple[str, str]:
@@ -227,6 +242,12 @@ def _macho_env(options: BuildOptions, target: Target, base: dict[str, str]) -> d
     }
 
 
+def _frame_pointer_flags(codegen: CodeGen, target: Target) -> str:
+    """Build-only (not recorded in sysconfig, so extensions choose their own)."""
+    flags = toolchain.FRAME_POINTER_CFLAGS[target.binary_format]
+    return f"{flags} " if flags and codegen.frame_pointers else ""
+
+
 def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
     """Compiler variables for CPython's configure: build-only flags (sysroot, lld,
     our prefix, path mapping) in the *_NODIST variables sysconfig does not pass on."""
@@ -253,6 +274,7 @@ def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
         ldflags_nodist += " -no-pie"
     if target.cpython_ldflags:
         ldflags_nodist += f" {target.cpython_ldflags}"
+    frame_pointers = _frame_pointer_flags(options.codegen, target)
     env_static = {}
     if options.static:
         # configure keeps a LINKFORSHARED it is given: the executables' own link flags,
@@ -264,6 +286,6 @@ def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
         "CFLAGS": cflags,
         "LDFLAGS": ldflags,
         "CPPFLAGS": f"-I{toolchain.PREFIX}/include",
-        "CFLAGS_NODIST": f"-ffile-prefix-map={toolchain.WORK_DIR}=.",
+        "CFLAGS_NODIST": f"{frame_pointers}-ffile-prefix-map={toolchain.WORK_DIR}=.",
         "LDFLAGS_NODIST": ldflags_nodist,
     }

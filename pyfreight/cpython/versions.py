@@ -19,6 +19,7 @@ class CPythonSource:
     top_dir: str
     source: Source
     features: frozenset[str]  # what the release can be built with (versions.yaml `features`)
+    jit_llvm: str | None = None  # the LLVM its JIT stencils need (versions.yaml `jit_llvm`)
 
 
 def load_versions() -> tuple[str, dict[str, CPythonSource]]:
@@ -29,7 +30,9 @@ def load_versions() -> tuple[str, dict[str, CPythonSource]]:
         debian = DebianLocation(**s["debian"]) if "debian" in s else None
         source = Source(s["file"], s["sha256"], s["size"], tuple(s["urls"]), debian)
         features = frozenset(entry["features"])
-        found[str(minor)] = CPythonSource(str(minor), entry["version"], entry["top_dir"], source, features)
+        found[str(minor)] = CPythonSource(
+            str(minor), entry["version"], entry["top_dir"], source, features, entry.get("jit_llvm")
+        )
     return str(data["default"]), found
 
 

@@ -304,6 +304,41 @@ def _free_threading() -> str:
     return "GIL disabled, abiflags t"
 
 
+JIT_PROGRAM = """
+import sys
+def hot(n):
+    total = 0
+    for i in range(n):
+        total += i % 7
+    return total
+assert hot(200_000) == 599_997, "the JIT computed a wrong sum"
+print(sys._jit.is_enabled())
+"""
+
+
+@check("the experimental JIT: built in and off, on with PYTHON_JIT=1, or not built")
+def _jit() -> str:
+    jit = getattr(sys, "_jit", None)  # 3.14+
+    built = "--enable-experimental-jit" in (sysconfig.get_config_var("CONFIG_ARGS") or "")
+    if jit is None:
+        assert not built, "configured with the JIT, yet sys._jit is missing"
+        return "no sys._jit in this CPython"
+    assert jit.is_available() == built, (
+        f"sys._jit.is_available() is {jit.is_available()}; configured: {built}"
+    )
+    if not built:
+        return "not built in (sys._jit.is_available() False)"
+    assert not jit.is_enabled(), "the JIT is on without PYTHON_JIT=1"
+    env = {**os.environ, "PYTHON_JIT": "1"}
+    ran = subprocess.run(
+        [sys.executable, "-c", JIT_PROGRAM], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 0 and ran.stdout.strip() == "True", (
+        f"PYTHON_JIT=1: {ran.stdout}{ran.stderr[-300:]}"
+    )
+    return "sys._jit.is_available() True; off by default; PYTHON_JIT=1 turns it on and a hot loop runs"
+
+
 @check("hashlib uses OpenSSL, with sha3 and blake2")
 def _hashlib() -> None:
     import hashlib
