@@ -8,6 +8,22 @@ RUN apt-get update \
  && grep -v '^#' /tmp/build-packages.txt | xargs apt-get install -y --no-install-recommends \
  && apt-get clean && rm -rf /var/lib/apt/lists/* /tmp/build-packages.txt
 
+# LLVM's profile runtime for a foreign target (PGO's instrumented interpreter links it):
+# the one file from Debian's package of the target's architecture, of the same pinned
+# version as the image's own (PROFILE_RUNTIME is package:arch=version; empty: none).
+ARG PROFILE_RUNTIME=
+RUN if [ -n "$PROFILE_RUNTIME" ]; then \
+      arch=${PROFILE_RUNTIME#*:} && arch=${arch%%=*} \
+      && dpkg --add-architecture "$arch" && apt-get update \
+      && mkdir /tmp/rt && cd /tmp/rt && apt-get download "$PROFILE_RUNTIME" \
+      && dpkg-deb -x ./*.deb unpacked \
+      && runtime=$(find unpacked -name "libclang_rt.profile-*.a" | grep -v x86_64) \
+      && [ "$(echo "$runtime" | wc -l)" = 1 ] && [ -n "$runtime" ] \
+      && into=$(dirname "$(find /usr/lib/llvm-*/lib/clang -name 'libclang_rt.profile-x86_64.a')") \
+      && cp "$runtime" "$into/" \
+      && cd / && rm -rf /tmp/rt /var/lib/apt/lists/* && dpkg --remove-architecture "$arch"; \
+    fi
+
 # The target's C library, headers and libraries (targets/*.yaml `sysroot`); compilers
 # get --sysroot=/sysroot.
 ADD sysroot.tar /sysroot/

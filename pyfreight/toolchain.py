@@ -153,6 +153,20 @@ def resource_compiler(target: Target) -> str:
     return f"llvm-windres-{LLVM} --target={WINDRES_TARGETS[target.pe_machine]} --preprocessor-arg=-I{headers}"
 
 
+def profile_runtime_package(target: Target, pinned_packages: str) -> str:
+    """package:arch=version of Debian's LLVM profile runtime for a target that takes its
+    architecture's (targets/*.yaml `foreign_profile_runtime`), pinned as the build image's
+    own is (`pinned_packages`: dockerfiles/build-packages.txt); "" for any other target."""
+    if not target.foreign_profile_runtime:
+        return ""
+    name = f"libclang-rt-{LLVM}-dev"
+    for line in pinned_packages.splitlines():
+        package, _, version = line.partition("=")
+        if package == name and version:
+            return f"{name}:{target.debian_architecture}={version}"
+    raise AssertionError(f"{name} is not pinned in the build image's packages")
+
+
 def zig_warm_command(target: Target) -> str:
     """The compiles that fill a zig sysroot's cache in the build image: a C and a C++
     program (warm.c, warm.cc) built as every build will build one, so that the pieces

@@ -73,7 +73,8 @@ def sysroot_digest(target: Target) -> str:
 def build_tag(spec: dict, target: Target) -> str:
     build = spec["build"]
     files = {name: (DOCKERFILES_DIR / build[name]).read_text() for name in ("dockerfile", "packages")}
-    return f"pyfreight-build:{_digest('build', base_tag(spec), sysroot_digest(target), files)}"
+    runtime = toolchain.profile_runtime_package(target, files["packages"])
+    return f"pyfreight-build:{_digest('build', base_tag(spec), sysroot_digest(target), files, runtime)}"
 
 
 def runtime_tag(spec: dict, target: Target) -> str:
@@ -314,8 +315,10 @@ def _ensure_build(spec: dict, target: Target, ws: Workspace, base: str, sysroot_
         os.link(sysroot_tar, ctx / "sysroot.tar")
         say(f"  docker build (log: {log})")
         warm = ["--build-arg", f"ZIG_WARM={toolchain.zig_warm_command(target)}"] if target.zig else []
+        packages = (DOCKERFILES_DIR / spec["build"]["packages"]).read_text()
+        runtime = ["--build-arg", f"PROFILE_RUNTIME={toolchain.profile_runtime_package(target, packages)}"]
         docker.run_logged(
-            ["docker", "build", "--build-arg", f"BASE={base}", *warm, "-t", tag, str(ctx)],
+            ["docker", "build", "--build-arg", f"BASE={base}", *warm, *runtime, "-t", tag, str(ctx)],
             log,
             f"docker build {tag}",
         )
