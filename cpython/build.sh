@@ -17,8 +17,9 @@ cp "$RECIPE_DIR/Setup.local" Modules/Setup.local
 if [ -n "$BUILD_TKINTER" ]; then cat "$RECIPE_DIR/tkinter-tcl-library.py" >> Lib/tkinter/__init__.py; fi
 
 # Unversioned LLVM tools (llvm-ar for LTO, llvm-profdata for PGO) are found by
-# configure on PATH.
-export PATH="/usr/lib/llvm-19/bin:$PATH"
+# configure on PATH: the build's LLVM's ($LLVM_BIN, from the driver), never another
+# LLVM in the image (3.14's JIT finds its own, versioned).
+export PATH="$LLVM_BIN:$PATH"
 # Build-only flags go into the *_NODIST variables, which sysconfig does not hand to
 # extension builds on users' machines.
 export CFLAGS_NODIST="$CFLAGS_NODIST" LDFLAGS_NODIST="$LDFLAGS_NODIST"

@@ -19,7 +19,8 @@ RUN if [ -n "$PROFILE_RUNTIME" ]; then \
       && dpkg-deb -x ./*.deb unpacked \
       && runtime=$(find unpacked -name "libclang_rt.profile-*.a" | grep -v x86_64) \
       && [ "$(echo "$runtime" | wc -l)" = 1 ] && [ -n "$runtime" ] \
-      && into=$(dirname "$(find /usr/lib/llvm-*/lib/clang -name 'libclang_rt.profile-x86_64.a')") \
+      && llvm=${PROFILE_RUNTIME#libclang-rt-} && llvm=${llvm%%-dev*} \
+      && into=/usr/lib/llvm-$llvm/lib/clang/$llvm/lib/linux && [ -d "$into" ] \
       && cp "$runtime" "$into/" \
       && cd / && rm -rf /tmp/rt /var/lib/apt/lists/* && dpkg --remove-architecture "$arch"; \
     fi

@@ -20,6 +20,7 @@ RECIPE_DIR = "/inputs/recipe"
 WORK_DIR = "/build/work"
 
 LLVM = "22"  # the LLVM major of every Linux build (dockerfiles/build-packages.txt)
+LLVM_BIN = f"/usr/lib/llvm-{LLVM}/bin"  # its unversioned tools, in the build image
 
 
 # Optimization and hardening as distributions build static libraries:

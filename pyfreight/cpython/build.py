@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyfreight import toolchain
 from pyfreight.container import images
 from pyfreight.container.build_job import BuildJob, job_key, run_build_job
 from pyfreight.cpython import recompile, relocate, windows_projects
@@ -222,6 +223,7 @@ def _cpython_job(
         "OUTPUT_DIR": OUTPUT_DIR,
         "PGO_PROFILE": PGO_PROFILE_INPUT if pgo_profile else "",
         "BUILD_TKINTER": "yes" if tkinter else "",
+        "LLVM_BIN": toolchain.LLVM_BIN,
     }
     host_code = {"relocate.py": Path(relocate.__file__), "recompile.py": Path(recompile.__file__)}
     return _job(src, files, env, artifacts, build_python, host_code)
