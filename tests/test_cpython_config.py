@@ -205,3 +205,67 @@ def test_cases_a_c_library_fails_are_skipped_for_its_targets_only():
     glibc = test_suite_command("python3", "subset", libc="glibc")
     for pattern in by_libc["musl"]:
         assert pattern in musl and pattern not in glibc
+
+
+JIT = "--enable-experimental-jit=yes-off"
+
+
+@pytest.mark.parametrize(
+    ("minor", "text", "triple", "carries"),
+    [
+        ("3.14", "pgo+lto", "x86_64-unknown-linux-gnu", True),
+        ("3.14", "pgo", "x86_64-unknown-linux-gnu", True),
+        ("3.14", "pgo+lto", "aarch64-unknown-linux-gnu", True),
+        ("3.14", "lto", "x86_64-unknown-linux-gnu", False),  # only pgo builds, as python-build-standalone's
+        ("3.14", "noopt", "x86_64-unknown-linux-gnu", False),
+        ("3.14", "freethreaded+pgo+lto", "x86_64-unknown-linux-gnu", False),  # no JIT without the GIL yet
+        ("3.14", "lto", "x86_64-unknown-linux-musl", False),  # Tools/jit has no musl stencils
+        ("3.13", "pgo+lto", "x86_64-unknown-linux-gnu", False),  # needs LLVM 18, which no pinned archive has
+        ("3.15", "pgo+lto", "x86_64-unknown-linux-gnu", False),  # needs LLVM 21, likewise
+    ],
+)
+def test_the_jit_is_built_in_and_off_where_target_release_and_option_allow(minor, text, triple, carries):
+    args = configure_args(cpython_source(minor), BuildOptions.parse(text), all_targets()[triple])
+    assert (JIT in args) is carries, args
+    assert not [a for a in args if a.startswith("--enable-experimental-jit") and a != JIT]
+
+
+def test_frame_pointers_in_every_linux_build_unless_nofp():
+    """Build-only (CFLAGS_NODIST): an extension built on a user's machine chooses its own."""
+    keep = "-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer"
+    for text in ("noopt", "pgo+lto", "freethreaded+lto", "debug"):
+        env = compiler_env(BuildOptions.parse(text), default_target())
+        assert keep in env["CFLAGS_NODIST"] and "frame-pointer" not in env["CFLAGS"], text
+    nofp = compiler_env(BuildOptions.parse("pgo+lto+nofp"), default_target())
+    assert "frame-pointer" not in nofp["CFLAGS_NODIST"]
+    from pyfreight.toolchain import common_cflags
+
+    assert keep in common_cflags(default_target())  # the dependencies keep theirs whatever the modifier
+    windows = next(t for t in all_targets().values() if t.binary_format == "pe")
+    assert "frame-pointer" not in common_cflags(windows)
+
+
+def test_bolt_is_a_modifier_of_pgo_builds_with_the_builds_llvm():
+    from pyfreight.toolchain import LLVM
+
+    options = BuildOptions.parse("pgo+lto+bolt")
+    assert "--enable-bolt" in configure_args(V314, options, default_target())
+    env = compiler_env(options, default_target())
+    assert env["LLVM_BOLT"] == f"/usr/lib/llvm-{LLVM}/bin/llvm-bolt" and env["MERGE_FDATA"].endswith(
+        "merge-fdata"
+    )
+    assert "--enable-bolt" not in configure_args(V314, BuildOptions.parse("pgo+lto"), default_target())
+    assert "LLVM_BOLT" not in compiler_env(BuildOptions.parse("pgo+lto"), default_target())
+    with pytest.raises(PyfreightError, match="bolt needs a pgo option"):
+        BuildOptions.parse("lto+bolt")
+
+
+def test_a_foreign_targets_profile_runtime_is_pinned_as_the_images_own():
+    from pyfreight.paths import REPO_ROOT
+    from pyfreight.toolchain import LLVM, profile_runtime_package
+
+    packages = (REPO_ROOT / "dockerfiles/build-packages.txt").read_text()
+    aarch64 = all_targets()["aarch64-unknown-linux-gnu"]
+    own = next(line for line in packages.splitlines() if line.startswith(f"libclang-rt-{LLVM}-dev="))
+    assert profile_runtime_package(aarch64, packages) == own.replace("-dev=", "-dev:arm64=")
+    assert profile_runtime_package(default_target(), packages) == ""

@@ -34,6 +34,7 @@ class CodeGen:
     full_lto: bool  # full LTO rather than ThinLTO (lto options only)
     static_libc: bool = False  # one fully static executable (targets whose libc allows it)
     frame_pointers: bool = True  # every frame keeps its frame pointer (ELF targets: profilers unwind by it)
+    bolt: bool = False  # the interpreter laid out again by llvm-bolt from a profile of its own (pgo options)
 
 
 # What every option builds unless a modifier says otherwise (see docs/performance.md for
@@ -54,6 +55,8 @@ MODIFIERS: dict[str, tuple[str, object]] = {
     "static": ("static_libc", True),
     "fp": ("frame_pointers", True),
     "nofp": ("frame_pointers", False),
+    "bolt": ("bolt", True),
+    "nobolt": ("bolt", False),
 }
 
 
@@ -97,6 +100,8 @@ class BuildOptions:
             fields.add(field)
             if field == "full_lto" and base not in ("lto", "pgo+lto"):
                 raise PyfreightError(f"build option {text!r}: {name} needs an lto option (lto or pgo+lto)")
+            if field == "bolt" and base not in ("pgo", "pgo+lto"):
+                raise PyfreightError(f"build option {text!r}: {name} needs a pgo option (pgo or pgo+lto)")
             if getattr(DEFAULT_CODEGEN, field) == value:
                 raise PyfreightError(f"build option {text!r}: {name} is already the default; leave it out")
         return tuple(m for m in MODIFIERS if m in names)
@@ -171,6 +176,10 @@ def configure_args(source: CPythonSource, options: BuildOptions, target: Target)
     if "tail_call_interpreter" in source.features and options.base != "debug":
         # clang's musttail: the interpreter's opcode handlers call each other.
         args.append("--with-tail-call-interp")
+    if options.codegen.bolt:
+        # After PGO: llvm-bolt instruments the interpreter, runs the same training, and
+        # lays it out again from what it saw (CPython's own bolt-opt rule).
+        args.append("--enable-bolt")
     if carries_jit(source, options, target):
         # Built in, off unless PYTHON_JIT=1: its stencils need their own LLVM
         # (cpython/versions.yaml jit_llvm, in the build image), found by Tools/jit.
@@ -242,6 +251,12 @@ def _macho_env(options: BuildOptions, target: Target, base: dict[str, str]) -> d
     }
 
 
+def _bolt_tools() -> dict[str, str]:
+    """The build's LLVM's BOLT, which configure would otherwise look for unversioned."""
+    tools = toolchain.LLVM_BIN
+    return {"LLVM_BOLT": f"{tools}/llvm-bolt", "MERGE_FDATA": f"{tools}/merge-fdata"}
+
+
 def _frame_pointer_flags(codegen: CodeGen, target: Target) -> str:
     """Build-only (not recorded in sysconfig, so extensions choose their own)."""
     flags = toolchain.FRAME_POINTER_CFLAGS[target.binary_format]
@@ -275,12 +290,12 @@ def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
     if target.cpython_ldflags:
         ldflags_nodist += f" {target.cpython_ldflags}"
     frame_pointers = _frame_pointer_flags(options.codegen, target)
-    env_static = {}
+    extra = _bolt_tools() if options.codegen.bolt else {}
     if options.static:
         # configure keeps a LINKFORSHARED it is given: the executables' own link flags,
         # instead of -export-dynamic (a static executable has no dynamic symbols).
-        env_static["LINKFORSHARED"] = "-static"
-    return env_static | {
+        extra["LINKFORSHARED"] = "-static"
+    return extra | {
         "CC": env["CC"],
         "CXX": env["CXX"],
         "CFLAGS": cflags,
