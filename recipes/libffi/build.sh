@@ -5,7 +5,13 @@ cd libffi-3.5.2
 # --disable-docs: the texinfo manual is not shipped (and needs makeinfo).
 # --disable-multi-os-directory: install into lib/, not lib/../lib64 as
 #   "$CC -print-multi-os-directory" would choose.
+# Linux: closures in memory libffi maps for them, as Debian, Ubuntu, Arch and Fedora
+# build it, rather than static trampolines mapped from the executable's own file: those
+# keep a descriptor of the executable open in every process that imports ctypes
+# (cpython#135893), and BOLT's rewriting of the interpreter moves the code they map.
+linux_only=()
+if [ "$TARGET_OS" = linux ]; then linux_only=(--disable-exec-static-tramp); fi
 ./configure ${CROSS_HOST:+--host="$CROSS_HOST"} --prefix="$PREFIX" --disable-shared --enable-static \
-  --disable-docs --disable-multi-os-directory
+  --disable-docs --disable-multi-os-directory "${linux_only[@]}"
 make -j"$JOBS"
 make install
