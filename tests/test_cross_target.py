@@ -14,6 +14,7 @@ from elftools.elf.elffile import ELFFile
 from pyfreight.formats.elf import elf_facts, interpreter_identity
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import Target, all_targets
+from pyfreight.toolchain import LLVM
 from tests.in_image import bash_in_image, zlib_from_scratch
 
 pytestmark = pytest.mark.container
@@ -66,7 +67,7 @@ def test_a_program_linked_against_it_stays_under_the_ceiling_and_runs_emulated(c
     out = _in_build_image(
         image,
         prefix,
-        f"clang-19 --target={target.clang_triple} --sysroot=/sysroot -fuse-ld=lld -O2 -Iinclude t.c "
+        f"clang-{LLVM} --target={target.clang_triple} --sysroot=/sysroot -fuse-ld=lld -O2 -Iinclude t.c "
         "-o t -Llib -lz && ./t",
         # the program runs through the emulator, which finds its loader in the sysroot
         env={"QEMU_LD_PREFIX": "/sysroot"},

@@ -579,8 +579,9 @@ def test_make_windows_lto_builds_checks_and_writes_archives_of_zigs_bitcode(tmp_
     """`make windows-x86_64-lto` (docs/targets.md): CPython's objects compiled to the
     pinned zig's LLVM bitcode and linked with link-time optimization; check-install and
     the test subset pass under Wine; the three archives validate; PYTHON.json names the
-    bitcode's LLVM; embed, which cannot read that bitcode's symbols with this machine's
-    LLVM, says so in one line and points to the noopt archive."""
+    bitcode's LLVM; embed reads that bitcode's symbols with this machine's LLVM of the
+    same major (toolchain.LLVM, bookworm-security's llvm-22) and links a single-file
+    program from it, twice to the same bytes, which runs alone under Wine."""
     dist = tmp_path / "dist"
     proc, tree = _make("lto", dist=dist)
     if "check-install: passed before with the same inputs" in proc.stderr:
@@ -598,13 +599,23 @@ def test_make_windows_lto_builds_checks_and_writes_archives_of_zigs_bitcode(tmp_
     assert document["build_options"] == "lto"
     core = document["build_info"]["core"]["objs"][0]
     assert read_member(archives["full.tar.zst"], f"python/{core}")[:4] == b"BC\xc0\xde"
-    refused = pyfreight_cli("embed", archives["full.tar.zst"], "-o", tmp_path / "python.exe")
-    assert refused.returncode == 1 and "Traceback" not in refused.stderr
-    assert (
-        refused.stderr.strip()
-        .splitlines()[-1]
-        .endswith("or embed from the noopt archive of the same release, whose objects are COFF.")
-    ), refused.stderr
+    app = tmp_path / "app" / "hello"
+    app.mkdir(parents=True)
+    (app / "__init__.py").write_text("import json\ndef main():\n    print(json.dumps({'lto': True}))\n")
+    made = []
+    for attempt in ("a", "b"):
+        alone = tmp_path / f"alone-{attempt}"
+        alone.mkdir()
+        proc = pyfreight_cli(
+            "embed", archives["full.tar.zst"], "-o", alone / "hello.exe", "--memory-importer",
+            "--app", app.parent, "--main", "hello:main",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        made.append((alone / "hello.exe").read_bytes())
+    assert made[0] == made[1], "two embeds of the same lto archive differ"
+    alone.chmod(0o755)
+    result = run_windows_program(WINDOWS, default_workspace(), alone, "hello.exe")
+    assert result.stdout.strip() == '{"lto": true}', result.stdout + result.stderr
 
 
 def test_make_windows_free_threaded_builds_runs_without_the_gil_and_embeds(tmp_path):

@@ -44,7 +44,7 @@ class HostToolchain:
 
 
 def bitcode_version(object_file_format: str) -> str | None:
-    """'llvm-bitcode:19' -> '19'; 'elf' or 'coff' -> None. Anything else is refused by name."""
+    """'llvm-bitcode:22' -> '22'; 'elf' or 'coff' -> None. Anything else is refused by name."""
     if object_file_format in ("elf", "coff", "mach-o"):
         return None
     match = re.fullmatch(r"llvm-bitcode:(\d+)", object_file_format)
