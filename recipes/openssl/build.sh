@@ -4,6 +4,18 @@ cd openssl-3.5.7
 #   into libcrypto instead of a loadable .so. no-tests, no-docs: not needed here.
 # $OPENSSL_TARGET: OpenSSL's own name of the target (targets/*.yaml, recipe_env).
 # --libdir=lib: not lib64, so every recipe installs to the same place.
+# Linux: the CPU probe runs at OpenSSL's first initialization (ossl_init_base, before
+# any of its code reads what the probe found) instead of in a constructor of every
+# process, which an interpreter that never touches OpenSSL paid at each start (cpuid
+# traps to the hypervisor in a VM: about 70 us; docs/performance.md).
+if [ "$TARGET_OS" = linux ]; then
+  perl -0pi -e 's/\.section\t\.init\n\tcall\tOPENSSL_cpuid_setup\n//' crypto/x86_64cpuid.pl
+  sed -i 's/^void OPENSSL_cpuid_setup(void) __attribute__((constructor));$/void OPENSSL_cpuid_setup(void);/' crypto/armcap.c
+  if grep -q 'call\tOPENSSL_cpuid_setup' crypto/x86_64cpuid.pl || grep -q '__attribute__((constructor))' crypto/armcap.c; then
+    echo "OpenSSL's CPU probe is still a constructor: the edits above no longer fit this source" >&2
+    exit 1
+  fi
+fi
 ./Configure "$OPENSSL_TARGET" no-shared no-module no-tests no-docs \
   --prefix="$PREFIX" --libdir=lib
 # OpenSSL records its compile line in the library (`openssl version -f`); that line
