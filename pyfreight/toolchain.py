@@ -101,7 +101,14 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
     # the target's; configure still runs its test programs, through the emulator.
     # A Windows target's programs do not run during builds at all: its recipe_env names
     # the --host configure knows it by.
-    emulation = {"QEMU_LD_PREFIX": SYSROOT, "CROSS_HOST": clang_triple} if target.runner == "emulator" else {}
+    # BUILD_CFLAGS: what a build compiles its own tools here with (ncurses' make_hash),
+    # which would otherwise be the target's CFLAGS, whose control-flow flags (aarch64's
+    # -mbranch-protection) clang 22 refuses for this machine.
+    emulation = (
+        {"QEMU_LD_PREFIX": SYSROOT, "CROSS_HOST": clang_triple, "BUILD_CFLAGS": "-O2"}
+        if target.runner == "emulator"
+        else {}
+    )
     emulation |= target.emulator_env
     if target.zig is not None:
         emulation["ZIG_GLOBAL_CACHE_DIR"] = ZIG_CACHE
