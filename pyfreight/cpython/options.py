@@ -270,10 +270,14 @@ def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
     if target.binary_format == "macho":
         return _macho_env(options, target, env)
     cflags, ldflags = recorded_flags(options.codegen, target)
+    extra: dict[str, str] = {}
     if not target.native:
         # configure links its test programs with LDFLAGS alone, and the build image's
         # GNU ld links only for its own machine (relocate drops the flag from the tree).
         ldflags = f"-fuse-ld=lld {ldflags}"
+        # The JIT's stencils include the target's C headers (Tools/jit compiles them
+        # with its own clang, which would otherwise find the build machine's).
+        extra["CFLAGS_JIT"] = f"--sysroot={toolchain.SYSROOT}"
     # --exclude-libs: nothing of a static library (OpenSSL's assembly routines ignore
     # -fvisibility=hidden) is exported from the interpreter, whose own objects stay
     # exported (-export-dynamic) for extension modules. -no-pie links the executables
@@ -290,7 +294,8 @@ def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
     if target.cpython_ldflags:
         ldflags_nodist += f" {target.cpython_ldflags}"
     frame_pointers = _frame_pointer_flags(options.codegen, target)
-    extra = _bolt_tools() if options.codegen.bolt else {}
+    if options.codegen.bolt:
+        extra |= _bolt_tools()
     if options.static:
         # configure keeps a LINKFORSHARED it is given: the executables' own link flags,
         # instead of -export-dynamic (a static executable has no dynamic symbols).
