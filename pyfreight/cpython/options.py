@@ -251,10 +251,19 @@ def _macho_env(options: BuildOptions, target: Target, base: dict[str, str]) -> d
     }
 
 
+# CPython's own skips (computed gotos), and libffi's functions: instrumented, its
+# hand-written calls into C return garbage to ctypes (test_bytes crashed in training).
+BOLT_SKIP = "_PyEval_EvalFrameDefault,sre_ucs1_match/1,sre_ucs2_match/1,sre_ucs4_match/1,ffi_.*"
+
+
 def _bolt_tools() -> dict[str, str]:
     """The build's LLVM's BOLT, which configure would otherwise look for unversioned."""
     tools = toolchain.LLVM_BIN
-    return {"LLVM_BOLT": f"{tools}/llvm-bolt", "MERGE_FDATA": f"{tools}/merge-fdata"}
+    return {
+        "LLVM_BOLT": f"{tools}/llvm-bolt",
+        "MERGE_FDATA": f"{tools}/merge-fdata",
+        "BOLT_COMMON_FLAGS": f"-update-debug-sections -skip-funcs={BOLT_SKIP}",
+    }
 
 
 def _frame_pointer_flags(codegen: CodeGen, target: Target) -> str:
