@@ -230,6 +230,20 @@ def test_the_jit_is_built_in_and_off_where_target_release_and_option_allow(minor
     assert not [a for a in args if a.startswith("--enable-experimental-jit") and a != JIT]
 
 
+def test_nojit_leaves_the_jit_out_where_it_would_be_built_in():
+    """+nojit is the side-by-side build that measures what carrying the JIT costs."""
+    x86_64 = all_targets()["x86_64-unknown-linux-gnu"]
+    args = configure_args(cpython_source("3.14"), BuildOptions.parse("pgo+lto+nojit"), x86_64)
+    assert not [a for a in args if a.startswith("--enable-experimental-jit")], args
+    assert str(BuildOptions.parse("pgo+lto+bolt+nojit")) == "pgo+lto+bolt+nojit"
+    with pytest.raises(PyfreightError, match="nojit needs a pgo option"):
+        BuildOptions.parse("lto+nojit")
+    with pytest.raises(PyfreightError, match="nojit, but CPython 3.13.* has no JIT built in"):
+        configure_args(cpython_source("3.13"), BuildOptions.parse("pgo+lto+nojit"), x86_64)
+    with pytest.raises(PyfreightError, match="jit is already the default"):
+        BuildOptions.parse("pgo+jit")
+
+
 def test_frame_pointers_in_every_linux_build_unless_nofp():
     """Build-only (CFLAGS_NODIST): an extension built on a user's machine chooses its own."""
     keep = "-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer"

@@ -35,6 +35,7 @@ class CodeGen:
     static_libc: bool = False  # one fully static executable (targets whose libc allows it)
     frame_pointers: bool = True  # every frame keeps its frame pointer (ELF targets: profilers unwind by it)
     bolt: bool = False  # the interpreter laid out again by llvm-bolt from a profile of its own (pgo options)
+    jit: bool = True  # the experimental JIT built in, off until PYTHON_JIT=1 (pgo options, where it can be)
 
 
 # What every option builds unless a modifier says otherwise (see docs/performance.md for
@@ -57,6 +58,8 @@ MODIFIERS: dict[str, tuple[str, object]] = {
     "nofp": ("frame_pointers", False),
     "bolt": ("bolt", True),
     "nobolt": ("bolt", False),
+    "jit": ("jit", True),
+    "nojit": ("jit", False),
 }
 
 
@@ -100,7 +103,7 @@ class BuildOptions:
             fields.add(field)
             if field == "full_lto" and base not in ("lto", "pgo+lto"):
                 raise PyfreightError(f"build option {text!r}: {name} needs an lto option (lto or pgo+lto)")
-            if field == "bolt" and base not in ("pgo", "pgo+lto"):
+            if field in ("bolt", "jit") and base not in ("pgo", "pgo+lto"):
                 raise PyfreightError(f"build option {text!r}: {name} needs a pgo option (pgo or pgo+lto)")
             if getattr(DEFAULT_CODEGEN, field) == value:
                 raise PyfreightError(f"build option {text!r}: {name} is already the default; leave it out")
@@ -180,6 +183,11 @@ def configure_args(source: CPythonSource, options: BuildOptions, target: Target)
         # After PGO: llvm-bolt instruments the interpreter, runs the same training, and
         # lays it out again from what it saw (CPython's own bolt-opt rule).
         args.append("--enable-bolt")
+    if not options.codegen.jit and not carries_jit(source, replace(options, modifiers=()), target):
+        raise PyfreightError(
+            f"build option {options}: nojit, but CPython {source.version} for {target.triple} "
+            f"{'with the free-threaded build ' if options.freethreaded else ''}has no JIT built in; leave nojit out"
+        )
     if carries_jit(source, options, target):
         # Built in, off unless PYTHON_JIT=1: its stencils need their own LLVM
         # (cpython/versions.yaml jit_llvm, in the build image), found by Tools/jit.
@@ -189,9 +197,14 @@ def configure_args(source: CPythonSource, options: BuildOptions, target: Target)
 
 def carries_jit(source: CPythonSource, options: BuildOptions, target: Target) -> bool:
     """The experimental JIT is built in (and off) for a pgo build of the GIL where both
-    the target and the release can have it: the free-threaded build has no JIT yet."""
+    the target and the release can have it, unless +nojit leaves it out: the
+    free-threaded build has no JIT yet."""
     return (
-        options.pgo and not options.freethreaded and target.experimental_jit and source.jit_llvm is not None
+        options.pgo
+        and options.codegen.jit
+        and not options.freethreaded
+        and target.experimental_jit
+        and source.jit_llvm is not None
     )
 
 
