@@ -42,7 +42,19 @@ if [ -n "${PGO_PROFILE:-}" ]; then
   cp "$PGO_PROFILE" code.profclangd
   touch profile-run-stamp
 fi
-make -j"$JOBS"
+if [ -n "${BOLT_PROFILE:-}" ]; then
+  # A saved BOLT profile of the interpreter the saved PGO profile makes: build that
+  # interpreter, then do what the Makefile's profile-bolt-stamp does after its own
+  # instrumented run (the same llvm-bolt command, the profile under the same name),
+  # and mark BOLT's training as done.
+  make -j"$JOBS" profile-opt
+  cp python python.prebolt
+  cp "$BOLT_PROFILE" python.fdata
+  make --no-print-directory -s -f Makefile -f "$RECIPE_DIR/print-vars.mk" pyfreight-bolt-apply
+  touch profile-bolt-stamp
+else
+  make -j"$JOBS"
+fi
 bash -euo pipefail "$RECIPE_DIR/export-build.sh"
 # compileall in one process: with parallel workers (CPython's default -j0) a .pyc can
 # depend on which other files the same worker compiled first (a constant shared in one
@@ -50,6 +62,8 @@ bash -euo pipefail "$RECIPE_DIR/export-build.sh"
 make install COMPILEALL_OPTS=-j1
 # The merged profile of a PGO build is an output of its own (--pgo-profile reuses it).
 if [ -f code.profclangd ]; then cp code.profclangd "$OUTPUT_DIR/pgo.profdata"; fi
+# A bolt build's merged BOLT profile likewise (--bolt-profile).
+if [ -f python.fdata ]; then cp python.fdata "$OUTPUT_DIR/bolt.fdata"; fi
 # Run-time data the built-in modules need, kept relative to the interpreter:
 # terminfo for curses/readline, the Tcl/Tk script libraries for tkinter (with Tcl's
 # modules, tcl8: msgcat, which Tk's dialogs and `clock format -locale` use, and others).

@@ -111,6 +111,7 @@ def cmd_deps(args: argparse.Namespace) -> None:
 def cmd_build(args: argparse.Namespace) -> None:
     from pyfreight.archives.write import ensure_distribution
     from pyfreight.cpython.build import build_cpython
+    from pyfreight.cpython.profiles import SavedProfiles
 
     started = time.monotonic()
     ws = default_workspace()
@@ -122,15 +123,22 @@ def cmd_build(args: argparse.Namespace) -> None:
         print(f"artifact:     {result.artifact}")
         if result.profile:
             print(f"PGO profile:  {result.profile}")
+        if result.bolt_profile:
+            print(f"BOLT profile: {result.bolt_profile}")
         if args.check:
             from pyfreight.verify.check_install import check_build
 
             if not check_build(result, ws):
                 raise PyfreightError(f"{result.tree}: the install tree failed checks (see above)")
 
-    pgo_profile = Path(args.pgo_profile).resolve() if args.pgo_profile else None
+    profiles = None
+    if args.pgo_profile:
+        bolt = Path(args.bolt_profile).resolve() if args.bolt_profile else None
+        profiles = SavedProfiles(Path(args.pgo_profile).resolve(), bolt)
+    elif args.bolt_profile:
+        raise PyfreightError("--bolt-profile fits only the build its --pgo-profile makes: give both")
     if not args.dist:
-        built(build_cpython(_spec(args), ws, jobs=args.jobs, force=args.force, pgo_profile=pgo_profile))
+        built(build_cpython(_spec(args), ws, jobs=args.jobs, force=args.force, profiles=profiles))
         return
     _print_sizes(
         ensure_distribution(
@@ -139,7 +147,7 @@ def cmd_build(args: argparse.Namespace) -> None:
             args.jobs,
             release=args.release,
             force=args.force,
-            pgo_profile=pgo_profile,
+            profiles=profiles,
             check=built,
         )[1]
     )
@@ -455,6 +463,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--pgo-profile",
         metavar="FILE",
         help="pgo builds: rebuild from this merged profile (kept by an earlier build) without training",
+    )
+    p.add_argument(
+        "--bolt-profile",
+        metavar="FILE",
+        help="bolt builds, with --pgo-profile: lay the interpreter out from this merged BOLT profile "
+        "(kept by an earlier build) without BOLT's training",
     )
     p.set_defaults(func=cmd_build)
 

@@ -49,3 +49,23 @@ def test_make_pgo_builds_checks_and_carries_the_jit(target, tmp_path):
     assert len(archives) == 3 and all("-pgo+lto-full" in p.name or "install_only" in p.name for p in archives)
     validated = pyfreight_cli("validate", *archives)
     assert validated.returncode == 0 and validated.stdout.count("passed") == 3, validated.stdout
+
+
+@pytest.mark.part(BENCHMARKS)
+def test_a_bolt_build_carries_its_profiles_and_reproduces(tmp_path):
+    """`make linux-x86_64-pgo MODIFIERS=bolt`: BOLT's training is no more deterministic
+    than PGO's, so the full archive carries both merged profiles and `reproduce` replays
+    them (`--pgo-profile`, `--bolt-profile`) into the same bytes."""
+    from pyfreight.formats.safe_archive import read_member
+
+    dist = tmp_path / "dist"
+    made = subprocess.run(
+        ["make", "linux-x86_64-pgo", "MODIFIERS=bolt"], cwd=REPO, capture_output=True, text=True,
+        timeout=3 * 3600, env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    full = next(p for p in dist.iterdir() if p.name.endswith("-pgo+lto+bolt-full.tar.zst"))
+    fdata = read_member(full, "python/build/bolt.fdata").decode()
+    assert fdata.splitlines() and all(len(line.split()) >= 6 for line in fdata.splitlines()[:100]), fdata[:500]
+    again = pyfreight_cli("reproduce", str(full), timeout=3 * 3600)
+    assert again.returncode == 0 and "byte for byte identical" in again.stdout, again.stdout + again.stderr

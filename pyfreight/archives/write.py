@@ -41,6 +41,7 @@ from pyfreight.container.wine import C_DRIVE, run_windows_program
 from pyfreight.cpython.build import CPythonBuild, build_cpython
 from pyfreight.cpython.buildinfo import read_build_info
 from pyfreight.cpython.layout import installed_python_name, layout_for
+from pyfreight.cpython.profiles import BOLT_PROFILE_NAME, PGO_PROFILE_NAME, SavedProfiles
 from pyfreight.cpython.recompile import BUILD_PYTHON_MOUNT
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.deps.graph import for_os
@@ -254,14 +255,14 @@ def ensure_distribution(
     dist: Path | None = None,
     release: str | None = None,
     force: bool = False,
-    pgo_profile: Path | None = None,
+    profiles: SavedProfiles | None = None,
     check: Callable[[CPythonBuild], None] | None = None,
 ) -> tuple[CPythonBuild, WrittenArchives]:
     """The one way from a build's spec to its archives, for the command line, bench,
     reproduce and the tests: CPython built (or reused), `check` run on the build before
     anything is packed (check-install, which lives later in the flow, is handed in),
     then the three archives written to `dist` (default: the workspace's) or reused."""
-    build = build_cpython(spec, ws, jobs=jobs, force=force, pgo_profile=pgo_profile)
+    build = build_cpython(spec, ws, jobs=jobs, force=force, profiles=profiles)
     if check is not None:
         check(build)
     return build, write_distribution(build, ws, ws.dist if dist is None else dist, release=release)
@@ -357,7 +358,9 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
         members += [(f"python/build/{p}", objects / p) for p in walk_sorted(objects) if p != "make-vars.txt"]
         members += [("python/build/run_tests.py", run_tests)]
         if build.profile:
-            members.append(("python/build/pgo.profdata", build.profile))
+            members.append((f"python/build/{PGO_PROFILE_NAME}", build.profile))
+        if build.bolt_profile:
+            members.append((f"python/build/{BOLT_PROFILE_NAME}", build.bolt_profile))
         members += [(f"python/{name}", path) for name, path in dep_members]
         members += _parent_folders(members)
         say(f"dist: writing {full.name}")

@@ -141,8 +141,8 @@ def _targets(report: dict) -> list[dict]:
     if debian:
         value = report["geomean"][debian]
         found.append(
-            {"what": f"{base} at least {TARGET_OVER_DEBIAN:.2f}x {debian} (geometric mean)", "value": f"{value:.2f}x",
-             "met": value >= TARGET_OVER_DEBIAN}
+            {"what": f"{base} at least {TARGET_OVER_DEBIAN:.2f}x {debian} (geometric mean)",
+             "value": f"{value:.2f}x", "met": value >= TARGET_OVER_DEBIAN}
         )  # fmt: skip
         for name in report["startup_names"]:
             row = report["results"].get(name)

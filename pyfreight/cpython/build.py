@@ -15,6 +15,7 @@ from pyfreight.container import images
 from pyfreight.container.build_job import BuildJob, job_key, run_build_job
 from pyfreight.cpython import recompile, relocate, windows_projects
 from pyfreight.cpython.options import INSTALL_PREFIX, OUTPUT_DIR, BuildOptions, compiler_env, configure_args
+from pyfreight.cpython.profiles import BOLT_PROFILE_NAME, PGO_PROFILE_NAME, SavedProfiles
 from pyfreight.cpython.progress import CPythonPhases
 from pyfreight.cpython.setup_local import (
     load_extension_data,
@@ -42,8 +43,8 @@ CPYTHON_DIR = REPO_ROOT / "cpython"
 CPYTHON_PATCHES_DIR = REPO_ROOT / "cpython-patches"
 # Files of cpython/ the container build uses.
 RECIPE_FILES = ("build.sh", "export-build.sh", "print-vars.mk", "tkinter-tcl-library.py")
-# Inside the build container: where a saved profile is handed in.
-PGO_PROFILE_INPUT = "/inputs/recipe/pgo.profdata"
+# Inside the build container: where saved profiles are handed in.
+RECIPE_INPUTS = "/inputs/recipe"
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class CPythonBuild:
     tree: Path  # the relocatable install tree (install/ of the archive-to-be)
     artifact: Path  # deterministic tar of it
     profile: Path | None  # the merged PGO profile (pgo builds only)
+    bolt_profile: Path | None  # llvm-bolt's merged profile (bolt builds only)
     objects: Path  # the exported build folder: objects, config.c, Setup files, make's lists
     dependencies: dict[str, Path]  # recipe name -> artifact it linked
     # A cross build's build python (this machine's tree of the same version): it also
@@ -61,36 +63,20 @@ class CPythonBuild:
     build_python: Path | None = None
 
 
-def _check_profile(options: BuildOptions, pgo_profile: Path | None) -> None:
-    if pgo_profile is None:
-        return
-    if not options.pgo:
-        raise PyfreightError(f"--pgo-profile is for pgo builds; {options} does not use a profile")
-    if not pgo_profile.is_file():
-        raise PyfreightError(f"PGO profile {pgo_profile} does not exist (give a .profdata a pgo build kept)")
-    with pgo_profile.open("rb") as fh:
-        magic = fh.read(8)
-    # llvm-profdata's indexed format: the 64-bit magic 0x8169666f72706cff, little-endian.
-    if magic != b"\xfflprofi\x81":
-        raise PyfreightError(
-            f"{pgo_profile} is not an indexed LLVM profile (llvm-profdata merge output); "
-            "give the .profdata file a pgo build kept beside its install tree"
-        )
-
-
 def build_cpython(
     spec: BuildSpec,
     ws: Workspace,
     jobs: int,
     force: bool = False,
-    pgo_profile: Path | None = None,
+    profiles: SavedProfiles | None = None,
 ) -> CPythonBuild:
     """Builds (or reuses) the build `spec` names. A pgo build trains in the container and
-    keeps the merged profile beside the tree; given `pgo_profile`, it skips training and
-    rebuilds from that profile instead."""
+    keeps the merged profiles beside the tree; given saved `profiles`, it skips training
+    and rebuilds from them instead."""
     src, options, target = spec.source(), spec.options, spec.target
     spec.check_target_has()
-    _check_profile(options, pgo_profile)
+    if profiles is not None:
+        profiles.check(options)
     tarball = fetch_source(src.source, ws.downloads, log=say)
     build_python: CPythonBuild | None = None  # a cross build's interpreter of this machine
     if target.cpython_build == "visual-studio-projects":
@@ -112,9 +98,7 @@ def build_cpython(
             )
         image = images.ensure_images(ws, target)
         tkinter = "_tkinter" not in extension_data.excluded
-        job = _cpython_job(
-            src, options, target, setup_local, tkinter, deps.artifacts, pgo_profile, build_python
-        )
+        job = _cpython_job(src, options, target, setup_local, tkinter, deps.artifacts, profiles, build_python)
     key = job_key(job, image, target)
 
     build_python_tree = None if build_python is None else build_python.tree
@@ -127,13 +111,15 @@ def build_cpython(
         tree=ws.build / stem,
         artifact=ws.build / f"{stem}.tar",
         profile=ws.build / f"{stem}.profdata" if options.pgo else None,
+        bolt_profile=ws.build / f"{stem}.fdata" if options.codegen.bolt else None,
         objects=ws.build / f"{stem}.build",
         dependencies=dependencies,
         build_python=build_python_tree,
     )
     record = ws.build / f"{stem}.json"
     with exclusive(record, f"cpython {src.version} {options}"):
-        outputs = [build.tree, build.artifact, build.objects, *([build.profile] if build.profile else [])]
+        kept = [p for p in (build.profile, build.bolt_profile) if p is not None]
+        outputs = [build.tree, build.artifact, build.objects, *kept]
         if not force and record_matches(record, key) and all(p.exists() for p in outputs):
             say(f"cpython {src.version} {options}: up to date ({build.artifact.name})")
             return build
@@ -142,16 +128,17 @@ def build_cpython(
         record.unlink(missing_ok=True)
         epoch = newest_mtime(tarball) or 0
         log = ws.logs / f"{stem}.log"
-        training = "from the saved profile " if pgo_profile else ("with PGO training " if options.pgo else "")
+        training = "from the saved profiles " if profiles else ("with PGO training " if options.pgo else "")
         say(f"cpython {src.version} {options}: building {training}(log: {log})")
         started = time.monotonic()
         with run_build_job(job, image, target, jobs, epoch, ws, log, progress=CPythonPhases()) as finished:
             install, outputs_dir = finished.output(INSTALL_PREFIX), finished.output(OUTPUT_DIR)
-            if build.profile is not None:
-                made = outputs_dir / "pgo.profdata"
-                if not made.is_file():
-                    raise PyfreightError(f"the {options} build left no merged PGO profile; see {log}")
-                made.replace(build.profile)
+            for kept_as, name in ((build.profile, PGO_PROFILE_NAME), (build.bolt_profile, BOLT_PROFILE_NAME)):
+                if kept_as is not None:
+                    made = outputs_dir / name
+                    if not made.is_file():
+                        raise PyfreightError(f"the {options} build left no merged profile {name}; see {log}")
+                    made.replace(kept_as)
             _replace(build.objects, outputs_dir / "build")
             if target.cpython_build == "configure":  # a Windows tree finds its prefix beside python.exe
                 say(f"cpython {src.version} {options}: making the tree relocatable")
@@ -163,6 +150,8 @@ def build_cpython(
         recorded = {"key": key, "version": src.version, "options": str(options)}
         if build.profile is not None:
             recorded["pgo_profile_sha256"] = file_sha256(build.profile)
+        if build.bolt_profile is not None:
+            recorded["bolt_profile_sha256"] = file_sha256(build.bolt_profile)
         write_record(record, recorded)
         say(f"cpython {src.version} {options}: built in {time.monotonic() - started:.0f} s")
         return build
@@ -204,24 +193,27 @@ def _cpython_job(
     setup_local: str,
     tkinter: bool,
     artifacts: Mapping[str, Artifact],
-    pgo_profile: Path | None,
+    profiles: SavedProfiles | None,
     build_python: CPythonBuild | None,
 ) -> BuildJob:
-    """CPython as a recipe: cpython/'s build files plus the generated Setup.local (and a
-    saved profile) and our patches for its version, the pinned source, every dependency
+    """CPython as a recipe: cpython/'s build files plus the generated Setup.local (and
+    saved profiles) and our patches for its version, the pinned source, every dependency
     artifact, and the configure arguments and compiler variables in the environment."""
     files: dict[str, Path | bytes] = {name: CPYTHON_DIR / name for name in RECIPE_FILES}
     files["Setup.local"] = setup_local.encode()
     files |= patches_for(src, options, target)
-    if pgo_profile:
-        files[Path(PGO_PROFILE_INPUT).name] = pgo_profile
+    if profiles is not None:
+        files[PGO_PROFILE_NAME] = profiles.pgo
+        if profiles.bolt is not None:
+            files[BOLT_PROFILE_NAME] = profiles.bolt
     env = compiler_env(options, target) | {
         "INSTALL_DIR": INSTALL_PREFIX,  # not INSTALL: configure reads that as a program
         "PY_TARBALL": src.source.file,
         "PY_TOPDIR": src.top_dir,
         "CONFIGURE_ARGS": "\n".join(configure_args(src, options, target)),
         "OUTPUT_DIR": OUTPUT_DIR,
-        "PGO_PROFILE": PGO_PROFILE_INPUT if pgo_profile else "",
+        "PGO_PROFILE": f"{RECIPE_INPUTS}/{PGO_PROFILE_NAME}" if profiles else "",
+        "BOLT_PROFILE": f"{RECIPE_INPUTS}/{BOLT_PROFILE_NAME}" if profiles and profiles.bolt else "",
         "BUILD_TKINTER": "yes" if tkinter else "",
         "LLVM_BIN": toolchain.LLVM_BIN,
     }

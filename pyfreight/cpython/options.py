@@ -184,9 +184,10 @@ def configure_args(source: CPythonSource, options: BuildOptions, target: Target)
         # lays it out again from what it saw (CPython's own bolt-opt rule).
         args.append("--enable-bolt")
     if not options.codegen.jit and not carries_jit(source, replace(options, modifiers=()), target):
+        build = "free-threaded " if options.freethreaded else ""
         raise PyfreightError(
-            f"build option {options}: nojit, but CPython {source.version} for {target.triple} "
-            f"{'with the free-threaded build ' if options.freethreaded else ''}has no JIT built in; leave nojit out"
+            f"build option {options}: nojit, but the {build}CPython {source.version} for {target.triple} "
+            "has no JIT built in; leave nojit out"
         )
     if carries_jit(source, options, target):
         # Built in, off unless PYTHON_JIT=1: its stencils need their own LLVM

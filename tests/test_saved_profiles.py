@@ -1,0 +1,78 @@
+"""Saved training profiles (pgo.profdata, bolt.fdata): what a rebuild without training is
+handed, and what is refused before any container starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pyfreight.cpython.build import _cpython_job
+from pyfreight.cpython.options import BuildOptions
+from pyfreight.cpython.profiles import INDEXED_PROFILE_MAGIC, SavedProfiles
+from pyfreight.cpython.versions import cpython_source
+from pyfreight.errors import PyfreightError
+from pyfreight.targets import default_target
+
+# A line of merge-fdata's output: branch from, branch to, mispredictions, count.
+FDATA = b"1 _PyEval_Vector 1a 1 _PyEval_Vector 30 0 12\n"
+
+
+@pytest.fixture
+def pgo(tmp_path: Path) -> Path:
+    path = tmp_path / "pgo.profdata"
+    path.write_bytes(INDEXED_PROFILE_MAGIC + b"\0" * 56)
+    return path
+
+
+@pytest.fixture
+def bolt(tmp_path: Path) -> Path:
+    path = tmp_path / "bolt.fdata"
+    path.write_bytes(FDATA)
+    return path
+
+
+def _job(options: str, profiles: SavedProfiles | None):
+    source, target = cpython_source("3.14"), default_target()
+    return _cpython_job(source, BuildOptions.parse(options), target, "# Setup\n", True, {}, profiles, None)
+
+
+def test_a_bolt_build_is_handed_both_profiles(pgo: Path, bolt: Path):
+    profiles = SavedProfiles(pgo, bolt)
+    profiles.check(BuildOptions.parse("pgo+lto+bolt"))
+    job = _job("pgo+lto+bolt", profiles)
+    assert job.files["pgo.profdata"] == pgo and job.files["bolt.fdata"] == bolt
+    assert job.env["PGO_PROFILE"] == "/inputs/recipe/pgo.profdata"
+    assert job.env["BOLT_PROFILE"] == "/inputs/recipe/bolt.fdata"
+
+
+def test_a_pgo_build_is_handed_its_profile_alone(pgo: Path):
+    job = _job("pgo+lto", SavedProfiles(pgo))
+    assert "bolt.fdata" not in job.files and job.env["BOLT_PROFILE"] == ""
+    trained = _job("pgo+lto", None)
+    assert trained.env["PGO_PROFILE"] == "" and "pgo.profdata" not in trained.files
+
+
+def test_profiles_that_cannot_rebuild_the_options_are_refused(tmp_path: Path, pgo: Path, bolt: Path):
+    with pytest.raises(PyfreightError, match="--pgo-profile is for pgo builds"):
+        SavedProfiles(pgo).check(BuildOptions.parse("lto"))
+    with pytest.raises(PyfreightError, match="--bolt-profile is for bolt builds"):
+        SavedProfiles(pgo, bolt).check(BuildOptions.parse("pgo+lto"))
+    # BOLT's profile holds the addresses of one binary: without it a bolt build would
+    # have to train again, which is not what a rebuild from saved profiles promises
+    with pytest.raises(PyfreightError, match="give --bolt-profile"):
+        SavedProfiles(pgo).check(BuildOptions.parse("pgo+lto+bolt"))
+    with pytest.raises(PyfreightError, match="does not exist"):
+        SavedProfiles(pgo, tmp_path / "missing.fdata").check(BuildOptions.parse("pgo+lto+bolt"))
+    binary = tmp_path / "binary.fdata"
+    binary.write_bytes(b"\x7fELF\0\0\0")
+    with pytest.raises(PyfreightError, match="is not a BOLT profile"):
+        SavedProfiles(pgo, binary).check(BuildOptions.parse("pgo+lto+bolt"))
+    empty = tmp_path / "empty.fdata"
+    empty.write_bytes(b"")
+    with pytest.raises(PyfreightError, match="0 bytes is not a BOLT profile"):
+        SavedProfiles(pgo, empty).check(BuildOptions.parse("pgo+lto+bolt"))
+    text = tmp_path / "text.profdata"
+    text.write_bytes(FDATA)
+    with pytest.raises(PyfreightError, match="is not an indexed LLVM profile"):
+        SavedProfiles(text, bolt).check(BuildOptions.parse("pgo+lto+bolt"))
