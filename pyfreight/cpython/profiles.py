@@ -24,7 +24,7 @@ BOLT_PROFILE_MAX_BYTES = 256 * 1024 * 1024
 class SavedProfiles:
     """The merged PGO profile, and for a bolt build llvm-bolt's merged profile of the
     PGO-built interpreter (its addresses are that binary's, so it only fits the build the
-    PGO profile makes)."""
+    PGO profile makes). A bolt build given the PGO profile alone trains BOLT again."""
 
     pgo: Path
     bolt: Path | None = None
@@ -35,11 +35,6 @@ class SavedProfiles:
             raise PyfreightError(f"--pgo-profile is for pgo builds; {options} does not use a profile")
         if self.bolt is not None and not options.codegen.bolt:
             raise PyfreightError(f"--bolt-profile is for bolt builds; {options} is not laid out by llvm-bolt")
-        if options.codegen.bolt and self.bolt is None:
-            raise PyfreightError(
-                f"{options} is laid out by llvm-bolt from a profile of its own: give --bolt-profile "
-                f"(the {BOLT_PROFILE_NAME} a bolt build kept) with --pgo-profile"
-            )
         if not self.pgo.is_file():
             raise PyfreightError(f"PGO profile {self.pgo} does not exist (give a .profdata a pgo build kept)")
         with self.pgo.open("rb") as fh:
