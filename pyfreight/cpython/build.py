@@ -213,10 +213,11 @@ def _cpython_job(
         "CONFIGURE_ARGS": "\n".join(configure_args(src, options, target)),
         "OUTPUT_DIR": OUTPUT_DIR,
         "PGO_PROFILE": f"{RECIPE_INPUTS}/{PGO_PROFILE_NAME}" if profiles else "",
-        "BOLT_PROFILE": f"{RECIPE_INPUTS}/{BOLT_PROFILE_NAME}" if profiles and profiles.bolt else "",
         "BUILD_TKINTER": "yes" if tkinter else "",
         "LLVM_BIN": toolchain.LLVM_BIN,
     }
+    if profiles is not None and profiles.bolt is not None:
+        env["BOLT_PROFILE"] = f"{RECIPE_INPUTS}/{BOLT_PROFILE_NAME}"
     host_code = {"relocate.py": Path(relocate.__file__), "recompile.py": Path(recompile.__file__)}
     return _job(src, files, env, artifacts, build_python, host_code)
 
