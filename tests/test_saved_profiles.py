@@ -9,11 +9,12 @@ import pytest
 
 from pyfreight.cpython.build import _cpython_job
 from pyfreight.cpython.options import BuildOptions
-from pyfreight.cpython.profiles import INDEXED_PROFILE_MAGIC, SavedProfiles
+from pyfreight.cpython.profiles import SavedProfiles
 from pyfreight.cpython.versions import cpython_source
 from pyfreight.errors import PyfreightError
 from pyfreight.targets import default_target
 
+INDEXED_MAGIC = (0x8169666F72706CFF).to_bytes(8, "little")  # llvm/ProfileData/InstrProf.h
 # A line of merge-fdata's output: branch from, branch to, mispredictions, count.
 FDATA = b"1 _PyEval_Vector 1a 1 _PyEval_Vector 30 0 12\n"
 
@@ -21,7 +22,7 @@ FDATA = b"1 _PyEval_Vector 1a 1 _PyEval_Vector 30 0 12\n"
 @pytest.fixture
 def pgo(tmp_path: Path) -> Path:
     path = tmp_path / "pgo.profdata"
-    path.write_bytes(INDEXED_PROFILE_MAGIC + b"\0" * 56)
+    path.write_bytes(INDEXED_MAGIC + b"\0" * 56)
     return path
 
 
@@ -73,3 +74,22 @@ def test_profiles_that_cannot_rebuild_the_options_are_refused(tmp_path: Path, pg
     text.write_bytes(FDATA)
     with pytest.raises(PyfreightError, match="is not an indexed LLVM profile"):
         SavedProfiles(text, bolt).check(BuildOptions.parse("pgo+lto+bolt"))
+
+
+def test_a_pgo_profile_is_only_for_pgo_builds(pgo: Path):
+    with pytest.raises(PyfreightError, match="lto does not use a profile"):
+        SavedProfiles(pgo).check(BuildOptions.parse("lto"))
+    SavedProfiles(pgo).check(BuildOptions.parse("pgo+lto"))  # accepted
+    SavedProfiles(pgo).check(BuildOptions.parse("freethreaded+pgo"))
+
+
+def test_a_missing_pgo_profile_is_named(tmp_path: Path):
+    with pytest.raises(PyfreightError, match=r"nope\.profdata does not exist"):
+        SavedProfiles(tmp_path / "nope.profdata").check(BuildOptions.parse("pgo"))
+
+
+def test_a_raw_or_foreign_pgo_profile_is_refused(tmp_path: Path):
+    raw = tmp_path / "code-1.profclangr"  # a raw profile, not llvm-profdata merge output
+    raw.write_bytes((0xFF6C70726F667281).to_bytes(8, "little") + b"\0" * 64)
+    with pytest.raises(PyfreightError, match="not an indexed LLVM profile"):
+        SavedProfiles(raw).check(BuildOptions.parse("pgo"))
