@@ -467,7 +467,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--bolt-profile",
         metavar="FILE",
-        help="bolt builds, with --pgo-profile: lay the interpreter out from this merged BOLT profile "
+        help="builds llvm-bolt lays out (x86_64 Linux pgo), with --pgo-profile: lay the interpreter out "
+        "from this merged BOLT profile "
         "(kept by an earlier build) without BOLT's training",
     )
     p.set_defaults(func=cmd_build)

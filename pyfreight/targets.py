@@ -69,6 +69,7 @@ class Target:
     cross_cc_packages: tuple[str, ...]  # the Debian packages providing it
     runtime_tools: str | None = None  # platform/ recipe of the tools of a libc-only runtime image
     experimental_jit: bool = False  # CPython's Tools/jit has stencils for it (pgo builds carry the JIT, off)
+    bolt: bool = False  # llvm-bolt lays its pgo builds out again (CodeGen.bolt, unless +nobolt)
     foreign_profile_runtime: bool = False  # the build image takes LLVM's profile runtime of its architecture
     is_default: bool = False
 
@@ -201,6 +202,7 @@ class Target:
             cross_cc_packages=tuple(data.get("cross_cc", {}).get("debian_packages", ())),
             runtime_tools=data.get("runtime_tools"),
             experimental_jit=bool(data.get("experimental_jit", False)),
+            bolt=bool(data.get("bolt", False)),
             foreign_profile_runtime=bool(data.get("foreign_profile_runtime", False)),
             is_default=bool(data.get("default", False)),
         )

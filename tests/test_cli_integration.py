@@ -65,7 +65,7 @@ def test_build_is_up_to_date_and_flags_are_checked(noopt_dist):
     assert "up to date" in out and "install tree:" in out
     wrong = pyfreight_cli("build", "--options", "noopt", "--pgo-profile", "/nonexistent.profdata")
     assert wrong.returncode == 1 and "--pgo-profile is for pgo builds" in wrong.stderr
-    alone = pyfreight_cli("build", "--options", "pgo+lto+bolt", "--bolt-profile", "/nonexistent.fdata")
+    alone = pyfreight_cli("build", "--options", "pgo+lto", "--bolt-profile", "/nonexistent.fdata")
     assert alone.returncode == 1 and "Traceback" not in alone.stderr
     assert "--bolt-profile fits only the build its --pgo-profile makes" in alone.stderr
     unknown = pyfreight_cli("build", "--options", "fast")

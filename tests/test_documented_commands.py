@@ -4,6 +4,7 @@ commands themselves run, as people type them, in the CLI and container tests.)""
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from pathlib import Path
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from pyfreight.cli import build_parser
+from pyfreight.cpython.options import BuildOptions
+from pyfreight.errors import PyfreightError
 from pyfreight.targets import all_targets
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,6 +73,20 @@ def test_pyfreight_lines_name_real_subcommands_and_flags(doc, line):
     flags = re.findall(r"(?<![\w/.-])(--?[a-zA-Z][\w-]*)", " ".join(words[1:]))
     unknown = [f for f in flags if f not in options]
     assert not unknown, f"{doc}: `{line}`: pyfreight {words[0]} has no {', '.join(unknown)}"
+    for value in _option_values(words[1:]):
+        try:
+            BuildOptions.parse(value)
+        except PyfreightError as refused:
+            raise AssertionError(f"{doc}: `{line}`: {refused}") from None
+
+
+def _option_values(words: list[str]) -> list[str]:
+    """The build options a line names with --options (a comma-separated list), leaving
+    out placeholders (X, OPTIONS) and the usage's alternatives (a|b, [..])."""
+    values = [after for flag, after in itertools.pairwise(words) if flag == "--options"]
+    return [
+        v for value in values for v in value.split(",") if v and v[0].islower() and not set(v) & set("|[]{}…")
+    ]
 
 
 def _make_targets() -> set[str]:

@@ -52,19 +52,25 @@ def test_make_pgo_builds_checks_and_carries_the_jit(target, tmp_path):
 
 
 @pytest.mark.part(BENCHMARKS)
-def test_a_bolt_build_carries_its_profiles_and_reproduces(tmp_path):
-    """`make linux-x86_64-pgo MODIFIERS=bolt`: BOLT's training is no more deterministic
-    than PGO's, so the full archive carries both merged profiles and `reproduce` replays
-    them (`--pgo-profile`, `--bolt-profile`) into the same bytes."""
+def test_the_default_is_laid_out_by_bolt_carries_its_profiles_and_reproduces(tmp_path):
+    """`make linux-x86_64-pgo`: llvm-bolt lays the interpreter out (its note in the
+    executable), and since neither training is deterministic the full archive carries
+    both merged profiles; `reproduce` replays them into the same bytes."""
+    from elftools.elf.elffile import ELFFile
+
     from pyfreight.formats.safe_archive import read_member
 
     dist = tmp_path / "dist"
     made = subprocess.run(
-        ["make", "linux-x86_64-pgo", "MODIFIERS=bolt"], cwd=REPO, capture_output=True, text=True,
+        ["make", "linux-x86_64-pgo"], cwd=REPO, capture_output=True, text=True,
         timeout=3 * 3600, env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
     )  # fmt: skip
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
-    full = next(p for p in dist.iterdir() if p.name.endswith("-pgo+lto+bolt-full.tar.zst"))
+    tree = re.findall(r"^install tree: (\S+)$", made.stdout, re.M)[-1]
+    with open(f"{tree}/bin/python3.14", "rb") as fh:
+        sections = [s.name for s in ELFFile(fh).iter_sections()]
+    assert ".note.bolt_info" in sections, sections
+    full = next(p for p in dist.iterdir() if p.name.endswith("-pgo+lto-full.tar.zst"))
     lines = read_member(full, "python/build/bolt.fdata").decode().splitlines()
     assert lines and all(len(line.split()) >= 6 for line in lines[:100]), lines[:5]
     again = pyfreight_cli("reproduce", str(full), timeout=3 * 3600)

@@ -76,7 +76,7 @@ def build_cpython(
     src, options, target = spec.source(), spec.options, spec.target
     spec.check_target_has()
     if profiles is not None:
-        profiles.check(options)
+        profiles.check(spec)
     tarball = fetch_source(src.source, ws.downloads, log=say)
     build_python: CPythonBuild | None = None  # a cross build's interpreter of this machine
     if target.cpython_build == "visual-studio-projects":
@@ -111,7 +111,7 @@ def build_cpython(
         tree=ws.build / stem,
         artifact=ws.build / f"{stem}.tar",
         profile=ws.build / f"{stem}.profdata" if options.pgo else None,
-        bolt_profile=ws.build / f"{stem}.fdata" if options.codegen.bolt else None,
+        bolt_profile=ws.build / f"{stem}.fdata" if spec.bolt else None,
         objects=ws.build / f"{stem}.build",
         dependencies=dependencies,
         build_python=build_python_tree,

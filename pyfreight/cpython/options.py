@@ -34,7 +34,7 @@ class CodeGen:
     full_lto: bool  # full LTO rather than ThinLTO (lto options only)
     static_libc: bool = False  # one fully static executable (targets whose libc allows it)
     frame_pointers: bool = True  # every frame keeps its frame pointer (ELF targets: profilers unwind by it)
-    bolt: bool = False  # the interpreter laid out again by llvm-bolt from a profile of its own (pgo options)
+    bolt: bool = True  # laid out again by llvm-bolt from a profile of its own (pgo options, where it can be)
     jit: bool = True  # the experimental JIT built in, off until PYTHON_JIT=1 (pgo options, where it can be)
 
 
@@ -179,7 +179,13 @@ def configure_args(source: CPythonSource, options: BuildOptions, target: Target)
     if "tail_call_interpreter" in source.features and options.base != "debug":
         # clang's musttail: the interpreter's opcode handlers call each other.
         args.append("--with-tail-call-interp")
-    if options.codegen.bolt:
+    if not options.codegen.bolt and not applies_bolt(replace(options, modifiers=()), target):
+        raise PyfreightError(
+            f"build option {options}: nobolt, but {target.triple}'s {options.base} builds "
+            f"{'of the free-threaded CPython ' if options.freethreaded else ''}are not laid out by "
+            "llvm-bolt; leave nobolt out"
+        )
+    if applies_bolt(options, target):
         # After PGO: llvm-bolt instruments the interpreter, runs the same training, and
         # lays it out again from what it saw (CPython's own bolt-opt rule).
         args.append("--enable-bolt")
@@ -207,6 +213,13 @@ def carries_jit(source: CPythonSource, options: BuildOptions, target: Target) ->
         and target.experimental_jit
         and source.jit_llvm is not None
     )
+
+
+def applies_bolt(options: BuildOptions, target: Target) -> bool:
+    """llvm-bolt lays the interpreter out again for a pgo build of the GIL where the
+    target has BOLT (targets/*.yaml `bolt`), unless +nobolt leaves it out: measured on
+    those builds only (docs/performance.md)."""
+    return options.pgo and options.codegen.bolt and not options.freethreaded and target.bolt
 
 
 def recorded_flags(codegen: CodeGen, target: Target) -> tuple[str, str]:
@@ -317,7 +330,7 @@ def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
     if target.cpython_ldflags:
         ldflags_nodist += f" {target.cpython_ldflags}"
     frame_pointers = _frame_pointer_flags(options.codegen, target)
-    if options.codegen.bolt:
+    if applies_bolt(options, target):
         extra |= _bolt_tools()
     if options.static:
         # configure keeps a LINKFORSHARED it is given: the executables' own link flags,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyfreight.cpython.options import BuildOptions
+from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 
 # Names in the full archive's python/build/ and inside the build container's inputs.
@@ -22,19 +22,24 @@ BOLT_PROFILE_MAX_BYTES = 256 * 1024 * 1024
 
 @dataclass(frozen=True)
 class SavedProfiles:
-    """The merged PGO profile, and for a bolt build llvm-bolt's merged profile of the
-    PGO-built interpreter (its addresses are that binary's, so it only fits the build the
-    PGO profile makes). A bolt build given the PGO profile alone trains BOLT again."""
+    """The merged PGO profile, and for a build llvm-bolt lays out (BuildSpec.bolt)
+    llvm-bolt's merged profile of the PGO-built interpreter (its addresses are that
+    binary's, so it only fits the build the PGO profile makes). Such a build given the PGO
+    profile alone trains BOLT again."""
 
     pgo: Path
     bolt: Path | None = None
 
-    def check(self, options: BuildOptions) -> None:
-        """One line naming the file and the fix when these cannot rebuild `options`."""
+    def check(self, spec: BuildSpec) -> None:
+        """One line naming the file and the fix when these cannot rebuild `spec`."""
+        options = spec.options
         if not options.pgo:
             raise PyfreightError(f"--pgo-profile is for pgo builds; {options} does not use a profile")
-        if self.bolt is not None and not options.codegen.bolt:
-            raise PyfreightError(f"--bolt-profile is for bolt builds; {options} is not laid out by llvm-bolt")
+        if self.bolt is not None and not spec.bolt:
+            raise PyfreightError(
+                f"--bolt-profile is for builds llvm-bolt lays out; {options} for {spec.target.triple} "
+                "is not one"
+            )
         if not self.pgo.is_file():
             raise PyfreightError(f"PGO profile {self.pgo} does not exist (give a .profdata a pgo build kept)")
         with self.pgo.open("rb") as fh:

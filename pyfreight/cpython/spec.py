@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyfreight.cpython.options import BuildOptions
+from pyfreight.cpython.options import BuildOptions, applies_bolt
 from pyfreight.cpython.versions import CPythonSource, cpython_source
 from pyfreight.errors import PyfreightError
 from pyfreight.targets import Target, default_target, target
@@ -42,6 +42,12 @@ class BuildSpec:
         """The build another spelling names (an archive's name, PYTHON.json): every part
         checked, none resolved against what is pinned."""
         return cls(version, BuildOptions.parse(options), target(triple))
+
+    @property
+    def bolt(self) -> bool:
+        """llvm-bolt lays this build's interpreter out again (and its full archive carries
+        the profile it used)."""
+        return applies_bolt(self.options, self.target)
 
     @property
     def minor(self) -> str:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from pyfreight.archives.flavours import PYTHON_JSON, parse_full_name
 from pyfreight.archives.write import ensure_distribution
-from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.profiles import BOLT_PROFILE_NAME, PGO_PROFILE_NAME, SavedProfiles
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
@@ -116,7 +115,7 @@ def reproduce(archive: Path, ws: Workspace, jobs: int, limits: Limits = DEFAULT_
                 except OSError:  # another file system
                     shutil.copy(source, fresh.downloads / source.name)
         (fresh.build / "images").mkdir()
-        profiles = _saved_profiles(archive, spec.options, tmp, limits)
+        profiles = _saved_profiles(archive, spec, tmp, limits)
         say(f"reproduce: rebuilding {archive.name} from scratch in {fresh.build}")
         _, result = ensure_distribution(spec, fresh, jobs, release=release, profiles=profiles)
         if result.full.name != archive.name:
@@ -124,13 +123,13 @@ def reproduce(archive: Path, ws: Workspace, jobs: int, limits: Limits = DEFAULT_
         return compare(archive, result.full, limits)
 
 
-def _saved_profiles(archive: Path, options: BuildOptions, tmp: Path, limits: Limits) -> SavedProfiles | None:
+def _saved_profiles(archive: Path, spec: BuildSpec, tmp: Path, limits: Limits) -> SavedProfiles | None:
     """The profiles the archive's build trained (pgo builds), out of its python/build/,
     so the rebuild replays them instead of training again."""
-    if not options.pgo:
+    if not spec.options.pgo:
         return None
     found: dict[str, Path] = {}
-    for name in (PGO_PROFILE_NAME, *([BOLT_PROFILE_NAME] if options.codegen.bolt else [])):
+    for name in (PGO_PROFILE_NAME, *([BOLT_PROFILE_NAME] if spec.bolt else [])):
         found[name] = tmp / name
         found[name].write_bytes(read_member(archive, f"python/build/{name}", limits))
     return SavedProfiles(found[PGO_PROFILE_NAME], found.get(BOLT_PROFILE_NAME))
