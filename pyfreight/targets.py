@@ -9,7 +9,8 @@ target is adding a file (docs/targets.md)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
@@ -22,6 +23,20 @@ from pyfreight.sources.recipes import PypiLocation, Source
 
 TARGETS_DIR = REPO_ROOT / "targets"
 SCHEMA = "target.schema.json"
+
+
+@dataclass(frozen=True)
+class Redistributable:
+    """A vendor's DLLs a tree ships as the vendor built them, out of a pinned wheel
+    (targets/*.yaml pe.redistributed): judged by name and sha256 alone."""
+
+    name: str  # the component (SBOM, licenses/<name>/)
+    version: str
+    license: str  # SPDX expression
+    wheel: Source
+    license_member: str  # the wheel's member holding the license text
+    members: MappingProxyType[str, str]  # file name in the tree -> the wheel's member
+    sha256: MappingProxyType[str, str]  # file name in the tree -> its sha256
 
 
 @dataclass(frozen=True)
@@ -71,7 +86,17 @@ class Target:
     experimental_jit: bool = False  # CPython's Tools/jit has stencils for it (pgo builds carry the JIT, off)
     bolt: bool = False  # llvm-bolt lays its pgo builds out again (CodeGen.bolt, unless +nobolt)
     foreign_profile_runtime: bool = False  # the build image takes LLVM's profile runtime of its architecture
+    # interpreter ABI ("cp314", "cp314t") -> a PyPI wheel whose extension module MSVC
+    # built (it imports the VC runtime): check-install loads it
+    msvc_wheels: MappingProxyType[str, Source] = field(default_factory=lambda: MappingProxyType({}))
+    # DLLs shipped as their vendor built them (Windows: the VC runtime, beside python.exe)
+    redistributable: Redistributable | None = None
     is_default: bool = False
+
+    @property
+    def pe_redistributed(self) -> Mapping[str, str]:
+        """The vendor's DLLs beside the interpreter, by file name: their sha256."""
+        return self.redistributable.sha256 if self.redistributable else MappingProxyType({})
 
     def __hash__(self) -> int:
         # The triple names the target (one file each); the mappings it holds cannot be hashed.
@@ -175,6 +200,10 @@ class Target:
             elf_machine=elf.get("machine"),
             loader=elf.get("loader"),
             pe_machine=data.get("pe", {}).get("machine"),
+            redistributable=_redistributable(data.get("pe", {}).get("redistributed")),
+            msvc_wheels=MappingProxyType(
+                {abi: _wheel_source(w) for abi, w in data.get("msvc_wheels", {}).items()}
+            ),
             macho_cpu=macho.get("cpu"),
             macos_minimum=_major_minor(macho["minimum_os"]) if macho else None,
             code_signature_required=macho.get("code_signature") == "required",
@@ -211,6 +240,20 @@ class Target:
 def _major_minor(text: str) -> tuple[int, int]:
     major, minor = (int(part) for part in text.split("."))
     return major, minor
+
+
+def _redistributable(data: dict[str, Any] | None) -> Redistributable | None:
+    if data is None:
+        return None
+    return Redistributable(
+        name=data["name"],
+        version=data["version"],
+        license=data["license"],
+        wheel=_wheel_source(data["wheel"]),
+        license_member=data["license_file"],
+        members=MappingProxyType({name: f["member"] for name, f in data["files"].items()}),
+        sha256=MappingProxyType({name: f["sha256"] for name, f in data["files"].items()}),
+    )
 
 
 def _wheel_source(data: dict[str, Any]) -> Source:

@@ -147,3 +147,40 @@ def test_the_windows_targets_wine_limits_are_data_with_reasons():
     assert set(WINDOWS.wine_limits) <= names, "a limit names no check"
     assert all(len(reason) > 20 for reason in WINDOWS.wine_limits.values())
     assert "venv with pip installing a local wheel" not in WINDOWS.wine_limits
+
+
+@pytest.fixture(scope="module")
+def vc_runtime_dll(tmp_path_factory) -> bytes:
+    """Microsoft's vcruntime140.dll, out of the target's pinned msvc-runtime wheel (from
+    the package index, verified by sha256): a real vendor image, debug directory and all."""
+    from pyfreight.cpython.redistributable import vendor_files
+    from pyfreight.paths import default_workspace
+
+    assert WINDOWS.redistributable is not None
+    return vendor_files(WINDOWS.redistributable, default_workspace().downloads)["vcruntime140.dll"]
+
+
+def test_a_redistributed_dll_is_judged_by_its_pinned_hash_alone(tmp_path: Path, vc_runtime_dll: bytes):
+    """Beside python.exe, the pinned bytes pass although Microsoft's image has a debug
+    directory (our own rules would refuse it); one changed byte is named with the fix;
+    the same file anywhere else is judged as our own."""
+    (tmp_path / "vcruntime140.dll").write_bytes(vc_runtime_dll)
+    facts, problems = check_pe_tree(tmp_path, WINDOWS)
+    assert [f.path for f in facts] == ["vcruntime140.dll"] and problems == []
+
+    changed = bytearray(vc_runtime_dll)
+    changed[-100] ^= 0xFF
+    (tmp_path / "vcruntime140.dll").write_bytes(bytes(changed))
+    _, problems = check_pe_tree(tmp_path, WINDOWS)
+    assert len(problems) == 1 and re.fullmatch(
+        r"vcruntime140\.dll: sha256 [0-9a-f]{16}… is not the pinned d5e4d9a3e835fa67… "
+        r"\(targets/x86_64-pc-windows-gnullvm\.yaml pe\.redistributed\): ship the msvc-runtime recipe's "
+        r"file unmodified",
+        problems[0],
+    ), problems
+
+    (tmp_path / "vcruntime140.dll").unlink()
+    (tmp_path / "DLLs").mkdir()
+    (tmp_path / "DLLs" / "vcruntime140.dll").write_bytes(vc_runtime_dll)
+    _, problems = check_pe_tree(tmp_path, WINDOWS)
+    assert any(p.startswith("DLLs/vcruntime140.dll: has a debug directory") for p in problems), problems

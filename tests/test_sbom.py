@@ -51,3 +51,20 @@ def test_schema_violations_are_reported_with_their_place():
     assert problems and "components/1/type" in problems[0]
     with pytest.raises(PyfreightError, match=r"CycloneDX 1\.6"):
         checked(doc)
+
+
+def test_the_vendors_files_a_windows_tree_ships_are_a_component_of_the_distribution():
+    """The VC runtime beside python.exe: linked by no module, carried by the archive,
+    named with its wheel (purl and sha256) and Microsoft's terms."""
+    from pyfreight.targets import all_targets
+
+    vendor = all_targets()["x86_64-pc-windows-gnullvm"].redistributable
+    doc = _sbom(redistributed=vendor)
+    assert sbom_errors(doc) == []
+    runtime = next(c for c in doc["components"] if c["name"] == "msvc-runtime")
+    assert runtime["purl"] == "pkg:pypi/msvc-runtime@14.44.35112"
+    assert runtime["licenses"] == [{"expression": "LicenseRef-Microsoft-Visual-Cpp-Redistributable"}]
+    assert runtime["externalReferences"][0]["hashes"][0]["content"] == vendor.wheel.sha256
+    distribution = next(d for d in doc["dependencies"] if d["ref"] == "distribution")
+    assert distribution["dependsOn"] == ["cpython", "msvc-runtime"]
+    assert "msvc-runtime" not in next(d for d in doc["dependencies"] if d["ref"] == "cpython")["dependsOn"]

@@ -12,8 +12,10 @@ import pytest
 
 from pyfreight.deps.graph import for_os
 from pyfreight.errors import PyfreightError
+from pyfreight.hashing import file_sha256
 from pyfreight.publish.matrix import release_matrix
 from pyfreight.sources import pypi
+from pyfreight.sources.fetch import fetch_source
 from pyfreight.sources.recipes import PypiLocation, load_all, load_recipe
 from pyfreight.targets import all_targets
 from pyfreight.toolchain import build_environment
@@ -153,6 +155,19 @@ def test_a_wheels_platform_tags_come_from_its_name():
     ]
     with pytest.raises(PyfreightError, match=r"not a wheel's file name"):
         pypi.wheel_platforms("ziglang-0.17.1.tar.gz")
+
+
+def test_a_cpython_wheel_is_fetched_for_the_interpreter_its_name_says(tmp_path):
+    """msvc-runtime's wheel is tagged cp311, markupsafe's cp314t: pip picks them whatever
+    Python runs pip (the driver's venv may be another). Fetched from the index for real
+    and verified against the pin."""
+    assert pypi.wheel_interpreter("markupsafe-3.0.4-cp314-cp314t-win_amd64.whl") == [
+        "--implementation", "cp", "--python-version", "3.14", "--abi", "cp314t",
+    ]  # fmt: skip
+    assert pypi.wheel_interpreter("ziglang-0.17.1-py3-none-manylinux_2_12_x86_64.whl") == []
+    wheel = WINDOWS.msvc_wheels["cp315t"]
+    fetched = fetch_source(wheel, tmp_path, log=lambda _: None)
+    assert fetched.name == wheel.file and file_sha256(fetched) == wheel.sha256
 
 
 def test_a_wheel_pip_cannot_find_fails_that_origin_with_pips_reason(tmp_path):

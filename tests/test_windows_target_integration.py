@@ -486,8 +486,10 @@ def test_the_pe_rules_pass_the_tree(windows_tree):
     facts, problems = check_pe_tree(windows_tree, WINDOWS)
     assert sorted(f.path for f in facts) == [
         "Lib/venv/scripts/nt/venvlauncher.exe", "Lib/venv/scripts/nt/venvwlauncher.exe",
-        "python.exe", "python3.dll", "python314.dll", "pythonw.exe",
+        "python.exe", "python3.dll", "python314.dll", "pythonw.exe", "vcruntime140.dll", "vcruntime140_1.dll",
     ]  # fmt: skip
+    for name, pinned in WINDOWS.pe_redistributed.items():  # Microsoft's, unmodified
+        assert file_sha256(windows_tree / name) == pinned, name
     dll = next(f for f in facts if f.path == "python314.dll")
     assert len(dll.exported) > 1500 and dll.timestamp == _source_epoch()
     assert {f.path for f in facts if f.forwarded} == {"python3.dll"}
@@ -549,6 +551,10 @@ def test_build_checks_the_install_under_wine(windows_tree):
     for name in ("TLS handshake with certificate verification", "extension modules are built in"):
         assert re.search(rf"^PASS  {re.escape(name)}\s", out, re.M), out[-3000:]
     venv = r"^PASS  venv with pip installing a local wheel\s+pip [\d.]+; pfcheck.exe ran Lib\\site-packages"
+    msvc = (
+        r"^PASS  an MSVC-built wheel from PyPI loads .*\s+markupsafe\._speedups of markupsafe-3\.0\.4-cp314-"
+    )
+    assert re.search(msvc, out, re.M), out[-3000:]
     assert re.search(venv, out, re.M), out[-3000:]
     assert re.search(r"^PASS  tkinter creates a Tcl interpreter .*\s+Tcl 8\.6\.\d+ at .*msgcat", out, re.M)
     assert re.search(r"^\d+ passed, 0 failed only under Wine, 0 failed$", out, re.M), out[-3000:]
@@ -562,6 +568,20 @@ def test_check_install_fails_a_tree_missing_python3_dll(windows_tree, tmp_path):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     failed = r"^FAIL  ctypes calls a Windows API and the interpreter's own C API\s"
     assert re.search(failed, proc.stdout, re.M), proc.stdout[-3000:]
+
+
+def test_wines_own_vc_runtime_is_off_so_a_tree_without_ours_fails(windows_tree, tmp_path):
+    """A clean Windows has no vcruntime140.dll: every Wine run turns Wine's built-in copy
+    off, so a tree without the one beside python.exe fails check-install's MSVC-built
+    wheel as it would fail a user, while the interpreter itself (UCRT only) still runs."""
+    broken = tmp_path / "broken"
+    shutil.copytree(windows_tree, broken, symlinks=True)
+    (broken / "vcruntime140.dll").unlink()
+    proc = pyfreight_cli("check-install", broken, "--tests", "none")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    failed = r"^FAIL  an MSVC-built wheel from PyPI loads .*(DLL load failed|ImportError)"
+    assert re.search(failed, proc.stdout, re.M), proc.stdout[-3000:]
+    assert re.search(r"^PASS  extension modules are built in\s", proc.stdout, re.M), proc.stdout[-3000:]
 
 
 def _make(goal: str, *variables: str, dist: Path) -> tuple[subprocess.CompletedProcess[str], Path]:

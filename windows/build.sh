@@ -4,7 +4,8 @@
 # steps would (the frozen modules), runs it, and lays the tree out in $INSTALL_DIR as
 # Windows users know it: python.exe at the top, Lib/, DLLs/, include/, libs/.
 # Inputs from the driver: PY_TARBALL, PY_TOPDIR, FROZEN_DIR, CPYTHON_CFLAGS (the build
-# option's: -flto=thin for lto), COMPILER_LLVM and the toolchain variables.
+# option's: -flto=thin for lto), COMPILER_LLVM, REDISTRIBUTED_DLLS and the toolchain
+# variables.
 
 # LTO objects are the compiler's LLVM bitcode, and PYTHON.json says which LLVM from the
 # target file (sysroot.zig.llvm): the compiler must be that one.
@@ -80,6 +81,12 @@ install -m 0755 "$(output python)" "$(output pythonw)" "$(output pythoncore)" $(
 # of these archives start the interpreter: copies of a free-threaded build's programs.
 for program in python pythonw; do
   [ -e "$INSTALL_DIR/$program.exe" ] || install -m 0755 "$(output "$program")" "$INSTALL_DIR/$program.exe"
+done
+# A vendor's DLLs shipped as they are (targets/*.yaml pe.redistributed, handed over
+# beside this script): the Visual C++ runtime beside python.exe, where Windows finds it
+# for the extension modules of every MSVC-built wheel, as python.org's installer puts it.
+for dll in $REDISTRIBUTED_DLLS; do
+  install -m 0755 "$RECIPE_DIR/$dll" "$INSTALL_DIR/"
 done
 install -m 0644 libs/*.lib "$INSTALL_DIR/libs/"
 cp -r "$source_dir/Lib" "$INSTALL_DIR/Lib"

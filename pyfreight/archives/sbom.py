@@ -21,6 +21,7 @@ from pyfreight import __version__
 from pyfreight.errors import PyfreightError
 from pyfreight.hashing import text_sha256
 from pyfreight.sources.recipes import Recipe, Source
+from pyfreight.targets import Redistributable
 
 SPEC_VERSION = "1.6"
 # A fixed namespace: the serial number is a name-based UUID of the archive's name.
@@ -60,9 +61,12 @@ def make_sbom(
     image_tag: str,
     image_manifest: str,
     epoch: int,
+    redistributed: Redistributable | None = None,
 ) -> dict:
     """The SBOM document for a distribution built from `recipes` (the dependency
-    closure) of which CPython's modules link `linked_by_cpython` directly."""
+    closure) of which CPython's modules link `linked_by_cpython` directly, with the
+    vendor's files it ships as they are (`redistributed`: the VC runtime beside a
+    Windows python.exe), which no module links and the distribution carries."""
     cpython = _component(
         "cpython",
         cpython_version,
@@ -77,6 +81,18 @@ def make_sbom(
         components.append(
             _component(name, r.version, r.license, r.purl or f"pkg:generic/{name}@{r.version}", r.sources)
         )
+    shipped = ["cpython"]
+    if redistributed is not None:
+        pypi = redistributed.wheel.pypi
+        purl = (
+            f"pkg:pypi/{pypi.project}@{quote(pypi.version)}" if pypi else f"pkg:generic/{redistributed.name}"
+        )
+        components.append(
+            _component(
+                redistributed.name, redistributed.version, redistributed.license, purl, (redistributed.wheel,)
+            )
+        )
+        shipped.append(redistributed.name)
     dependencies = [{"ref": "cpython", "dependsOn": sorted(linked_by_cpython)}]
     dependencies += [{"ref": name, "dependsOn": sorted(recipes[name].depends)} for name in sorted(recipes)]
     manifest_sha = text_sha256(image_manifest)
@@ -103,7 +119,7 @@ def make_sbom(
             },
         },
         "components": components,
-        "dependencies": [{"ref": "distribution", "dependsOn": ["cpython"]}, *dependencies],
+        "dependencies": [{"ref": "distribution", "dependsOn": shipped}, *dependencies],
     }
 
 

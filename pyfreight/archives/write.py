@@ -43,6 +43,7 @@ from pyfreight.cpython.buildinfo import read_build_info
 from pyfreight.cpython.layout import installed_python_name, layout_for
 from pyfreight.cpython.profiles import BOLT_PROFILE_NAME, PGO_PROFILE_NAME, SavedProfiles
 from pyfreight.cpython.recompile import BUILD_PYTHON_MOUNT
+from pyfreight.cpython.redistributable import license_text
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.deps.graph import for_os
 from pyfreight.errors import PyfreightError
@@ -247,6 +248,18 @@ def _linked_libc(build: CPythonBuild, ws: Workspace, scratch: Path) -> tuple[Rec
     return recipe, members
 
 
+def _redistributed_license(target: Target, ws: Workspace, scratch: Path) -> Members:
+    """The terms of the vendor's files the tree ships as they are (the VC runtime of a
+    Windows tree), as their wheel carries them: licenses/<name>/LICENSE."""
+    vendor = target.redistributable
+    if vendor is None:
+        return []
+    path = scratch / vendor.name / "LICENSE"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(license_text(vendor, ws.downloads))
+    return [(f"licenses/{vendor.name}/LICENSE", path)]
+
+
 def ensure_distribution(
     spec: BuildSpec,
     ws: Workspace,
@@ -317,7 +330,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
         scratch = Path(tmp)
         libraries, dep_members = _stage_dependencies(build, scratch / "deps")
         libc, libc_members = _linked_libc(build, ws, scratch / "libc")
-        dep_members += libc_members
+        dep_members += libc_members + _redistributed_license(target, ws, scratch / "vendor")
         cpython_license = tree / layout.license(tree)
         if not cpython_license.is_file():
             raise PyfreightError(f"{cpython_license} is missing: the install has no CPython license text")
@@ -415,6 +428,7 @@ def _sbom(
             image_tag=image.tag,
             image_manifest=image.manifest.read_text(),
             epoch=epoch,
+            redistributed=build.spec.target.redistributable,
         )
     )
 

@@ -15,6 +15,11 @@ from pyfreight.targets import Target
 WINE = "wine64"  # on PATH in the runtime image (dockerfiles/wine-runtime.Dockerfile)
 RUNNER = "1000:1000"  # the image's `runner`, owner of the Wine prefix
 FOLDER = "/work"  # where the folder holding the program is mounted (Wine's Z:\work)
+# Wine has built-in copies of Microsoft's Visual C++ runtime, which a clean Windows does
+# not: with them every MSVC-built wheel would load here and fail on a user's machine.
+# Native only ("n"): a program finds these beside itself (the tree ships them,
+# targets/*.yaml pe.redistributed) or fails as it would on Windows.
+CLEAN_WINDOWS_DLLS = "vcruntime140=n;vcruntime140_1=n;msvcp140=n"
 # Wine's C: drive in the runtime image (its WINEPREFIX, dockerfiles/wine-runtime.Dockerfile):
 # a folder mounted below it is C:\NAME to the program.
 C_DRIVE = "/home/runner/.wine/drive_c"
@@ -56,7 +61,7 @@ def run_windows_program(
         mounts=[Mount(folder, mount_at, read_only=not writable), *mounts],
         # Wine names Unix files in the locale's encoding: in the default C locale, a
         # Windows name with a letter beyond ASCII (as CPython's tests make) cannot exist.
-        env={"LC_ALL": "C.UTF-8", **(env or {})},
+        env={"LC_ALL": "C.UTF-8", **(env or {}), "WINEDLLOVERRIDES": CLEAN_WINDOWS_DLLS},
         user=RUNNER,
         workdir=mount_at,
         name_hint="wine",

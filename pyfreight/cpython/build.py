@@ -82,7 +82,7 @@ def build_cpython(
     if target.cpython_build == "visual-studio-projects":
         deps = build_deps(None, target, ws, parallel=2, jobs=jobs)  # every recipe the target has
         image = images.ensure_images(ws, target)
-        files, env = windows_projects.job_inputs(src, options, target, tarball, ws.scratch)
+        files, env = windows_projects.job_inputs(src, options, target, tarball, ws.scratch, ws.downloads)
         job = _job(src, files | patches_for(src, options, target), env, deps.artifacts)
     else:
         origin = f"{src.top_dir}/Modules/Setup.stdlib.in"

@@ -26,6 +26,7 @@ from typing import Any
 from pyfreight import toolchain
 from pyfreight.cpython.buildinfo import BUILD_INFO_FILE, inittab
 from pyfreight.cpython.options import INSTALL_PREFIX, OUTPUT_DIR, BuildOptions
+from pyfreight.cpython.redistributable import vendor_files
 from pyfreight.cpython.setup_local import load_extension_data
 from pyfreight.cpython.versions import CPythonSource
 from pyfreight.datafiles import load_yaml
@@ -436,11 +437,11 @@ def _rules(units: list[Compile]) -> list[str]:
 
 
 def job_inputs(
-    src: CPythonSource, options: BuildOptions, target: Target, tarball: Path, scratch: Path
+    src: CPythonSource, options: BuildOptions, target: Target, tarball: Path, scratch: Path, downloads: Path
 ) -> tuple[dict[str, Path | bytes], dict[str, str]]:
-    """The files and environment of CPython's Windows build job: windows/build.sh and
-    the Makefile written from the pinned source's projects (cpython/build.py adds our
-    patches, the source and the dependency artifacts)."""
+    """The files and environment of CPython's Windows build job: windows/build.sh, the
+    Makefile written from the pinned source's projects, and the vendor's DLLs the tree
+    ships (cpython/build.py adds our patches, the source and the dependency artifacts)."""
     code_flags = optimization_flags(options, target)
     inner_source = f"{toolchain.WORK_DIR}/{src.top_dir}"
     scratch.mkdir(parents=True, exist_ok=True)
@@ -459,6 +460,8 @@ def job_inputs(
         "config.c": config_c.encode(),
         BUILD_INFO_FILE: info.encode(),
     }
+    if target.redistributable is not None:
+        files |= vendor_files(target.redistributable, downloads)
     # The toolchain's own compiler variables (toolchain.build_environment) are the
     # build's: the projects' definitions come through the Makefile.
     env = {
@@ -469,6 +472,7 @@ def job_inputs(
         "OUTPUT_DIR": OUTPUT_DIR,
         "CPYTHON_CFLAGS": code_flags,
         "COMPILER_LLVM": target.zig_llvm or "",
+        "REDISTRIBUTED_DLLS": " ".join(sorted(target.pe_redistributed)),  # beside build.sh
     }
     return files, env
 

@@ -19,6 +19,7 @@ import sys
 import sysconfig
 import tempfile
 import traceback
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -351,6 +352,22 @@ def _venv() -> str:
             [str(python), "-m", "pip", "--version"], capture_output=True, text=True, timeout=600
         )
         return f"{version.stdout.split(' from ')[0]}; pfcheck.exe ran {where.relative_to(env)}"
+
+
+@check("an MSVC-built wheel from PyPI loads (the Visual C++ runtime beside python.exe)")
+def _msvc_wheel() -> str:
+    # Wine's own copies of the runtime are off in every run (container/wine.py), so the
+    # extension module finds vcruntime140.dll beside python.exe or fails as on Windows.
+    name = TARGET["msvc_wheel"]
+    with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(Path(__file__).with_name(name)) as wheel:
+        wheel.extractall(tmp)
+        (pyd,) = (p for p in Path(tmp).rglob("*.pyd"))
+        assert b"vcruntime140.dll" in pyd.read_bytes().lower(), f"{pyd.name} does not import the VC runtime"
+        module = ".".join(pyd.relative_to(tmp).with_suffix("").with_suffix("").parts)
+        loaded = _python("-c", f"import {module} as m; print(m.__file__)", cwd=tmp)
+        assert loaded.returncode == 0, loaded.stderr.strip().splitlines()[-1:] or loaded.returncode
+        assert Path(loaded.stdout.strip()).name == pyd.name, loaded.stdout
+    return f"{module} of {name}, importing vcruntime140.dll"
 
 
 def main() -> int:

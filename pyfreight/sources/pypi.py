@@ -6,6 +6,7 @@ caller before anything trusts it."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,11 +24,23 @@ def wheel_platforms(file: str) -> list[str]:
     return parts[-1].split(".")
 
 
+def wheel_interpreter(file: str) -> list[str]:
+    """pip download's options for the interpreter a CPython-specific wheel's name says
+    (`cp314-cp314`: CPython 3.14 and its ABI), so that pip picks that file whatever
+    Python runs pip; none for a wheel of any Python (`py3-none`)."""
+    python, abi = file.removesuffix(".whl").split("-")[-3:-1]
+    match = re.fullmatch(r"cp(3)(\d+)", python)
+    if match is None:
+        return []
+    return ["--implementation", "cp", "--python-version", f"{match[1]}.{match[2]}", "--abi", abi]
+
+
 def download_wheel(source: Source, folder: Path, timeout_s: float) -> Path:
     """pip downloads the pinned wheel `source` into `folder` and returns its path."""
     assert source.pypi is not None
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:"]
     command += [arg for tag in wheel_platforms(source.file) for arg in ("--platform", tag)]
+    command += wheel_interpreter(source.file)
     command += ["--dest", str(folder), f"{source.pypi.project}=={source.pypi.version}"]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)

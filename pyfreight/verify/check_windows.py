@@ -7,6 +7,7 @@ as WINE with the reason."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,6 +19,7 @@ from pyfreight.formats.untrusted import UntrustedTree
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
+from pyfreight.sources.fetch import fetch_source
 from pyfreight.targets import Target, all_targets
 from pyfreight.verify.pe_rules import check_pe_tree
 from pyfreight.verify.test_suite import test_suite_command
@@ -36,6 +38,8 @@ IN_CONTAINER_SCRIPTS = (
 # The folder of a Wine run's PYTHONPATH holding its sitecustomize.py, which adapts every
 # Python process of the run to Wine (wine_process.py), children included.
 WINE_SITE = "pyfreight-wine-site"
+# The interpreter's DLL of a Windows tree, GIL or free-threaded: its name is the ABI.
+INTERPRETER_DLL = re.compile(r"python3\d+t?\.dll")
 TREE_FOLDER = "py freight/python"  # unusual on purpose: a space, as check-install's on Linux
 
 
@@ -71,6 +75,7 @@ def check_windows_install(tree: Path, ws: Workspace, tests: str, target: Target)
         for script in IN_CONTAINER_SCRIPTS:
             shutil.copy2(script, folder / script.name)
         shutil.copytree(TLS_MATERIAL, folder / TLS_MATERIAL.name)
+        msvc_wheel = _msvc_wheel(tree, target, ws, folder)
         write_wine_site(folder, WINE_PROCESS_MODULE)
         for path in (folder, *folder.rglob("*")):
             if not path.is_symlink():
@@ -82,7 +87,10 @@ def check_windows_install(tree: Path, ws: Workspace, tests: str, target: Target)
             ws,
             folder,
             f"{TREE_FOLDER}/python.exe",
-            [CHECK_SCRIPT.name, json.dumps(_target_facts(target), sort_keys=True)],
+            [
+                CHECK_SCRIPT.name,
+                json.dumps(_target_facts(target) | {"msvc_wheel": msvc_wheel}, sort_keys=True),
+            ],
             what="check-install under Wine",
             check=False,
             env={"PYTHONPATH": wine_path(FOLDER, WINE_SITE)},
@@ -92,6 +100,27 @@ def check_windows_install(tree: Path, ws: Workspace, tests: str, target: Target)
                 print(line)
         tests_passed = tests == "none" or _run_test_suite(folder, tree, ws, tests, target)
     return result.ok and not problems and tests_passed
+
+
+def _msvc_wheel(tree: Path, target: Target, ws: Workspace, folder: Path) -> str | None:
+    """The pinned MSVC-built wheel for the tree's interpreter ABI (targets/*.yaml
+    msvc_wheels, by its python3XX[t].dll), fetched and copied into `folder`; None for a
+    target that pins none."""
+    if not target.msvc_wheels:
+        return None
+    dlls = sorted(p.name for p in tree.iterdir() if INTERPRETER_DLL.fullmatch(p.name.lower()))
+    if len(dlls) != 1:
+        raise PyfreightError(
+            f"{tree}: {len(dlls)} interpreter DLLs (python3XX.dll or python3XXt.dll), not one"
+        )
+    abi = "cp" + dlls[0].lower().removeprefix("python").removesuffix(".dll")
+    wheel = target.msvc_wheels.get(abi)
+    if wheel is None:
+        raise PyfreightError(
+            f"targets/{target.triple}.yaml msvc_wheels has no wheel for {abi} ({dlls[0]}): pin one for it"
+        )
+    shutil.copy(fetch_source(wheel, ws.downloads, log=say), folder / wheel.file)
+    return wheel.file
 
 
 def write_wine_site(folder: Path, sitecustomize: Path, beside: tuple[Path, ...] = ()) -> Path:

@@ -5,12 +5,15 @@ import directory or by a forwarded export: the target's `libc.needed`, Windows' 
 the UCRT's, or a DLL the tree itself ships), ASLR with 64-bit entropy and DEP, Control
 Flow Guard where the target has it, no debug directory (a CodeView record names the
 build's files), and the interpreter's DLL exporting the C API and nothing of the
-libraries bundled into it. The facts come from formats/pe.py; the Windows checks and
-validate judge trees by these rules, which say what is wrong in one line per problem,
-naming the file, whatever the file holds."""
+libraries bundled into it. A vendor's DLL the target ships as it is (the Visual C++
+runtime, targets/*.yaml pe.redistributed) is judged by its sha256 alone. The facts
+come from formats/pe.py; the Windows checks and validate judge trees by these rules,
+which say what is wrong in one line per problem, naming the file, whatever the file
+holds."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -35,29 +38,47 @@ def check_pe_tree(root: Path, target: Target) -> tuple[list[PeFacts], list[str]]
         paths = list(pe_files(root))
     except untrusted.UntrustedFile as exc:
         return facts, [str(exc)]
+    redistributed: list[PeFacts] = []
     for path in paths:
-        found, found_problems = _read_image(path, root)
+        found, found_problems = _read_image(path, root, target)
         problems += found_problems
         if found is not None:
-            facts.append(found)
-    shipped = {Path(f.path).name.lower() for f in facts if f.is_dll}
+            vendors = found.path in target.pe_redistributed
+            (redistributed if vendors else facts).append(found)
+    shipped = {Path(f.path).name.lower() for f in facts + redistributed if f.is_dll}
     allowed = {name.lower() for name in target.allowed_needed} | shipped
     for f in facts:
         problems += [f"{f.path}: {problem}" for problem in pe_problems(f, target, allowed)]
-    return facts, problems
+    return facts + redistributed, problems
 
 
-def _read_image(path: Path, root: Path) -> tuple[PeFacts | None, list[str]]:
+def _redistributed_problem(name: str, data: bytes, target: Target) -> str | None:
+    """A vendor's DLL (targets/*.yaml pe.redistributed) is judged by its hash alone: our
+    rules are for what we link, and its terms allow it unmodified only."""
+    pinned = target.pe_redistributed.get(name)
+    if pinned is None:
+        return None
+    found = hashlib.sha256(data).hexdigest()
+    if found == pinned:
+        return None
+    return (
+        f"{name}: sha256 {found[:16]}… is not the pinned {pinned[:16]}… (targets/{target.triple}.yaml "
+        "pe.redistributed): ship the msvc-runtime recipe's file unmodified"
+    )
+
+
+def _read_image(path: Path, root: Path, target: Target) -> tuple[PeFacts | None, list[str]]:
     """The facts of the file `path`, named like a PE image, and the problems its bytes
-    show before any rule is asked: the build paths they name, or (with no facts) why it
-    is no image we can judge."""
+    show before any rule is asked: the build paths they name, a vendor's DLL not as
+    pinned, or (with no facts) why it is no image we can judge."""
     name = printable(path.relative_to(root).as_posix())
     try:
         data = untrusted.read_binary(path, name)
         found = image_facts(data, name)
     except (UnreadablePe, untrusted.UntrustedFile) as exc:
         return None, [str(exc)]
-    return found, [f"{name}: {leak}" for leak in build_paths_in(data)]
+    vendor = _redistributed_problem(name, data, target)
+    return found, [f"{name}: {leak}" for leak in build_paths_in(data)] + ([vendor] if vendor else [])
 
 
 def pe_problems(facts: PeFacts, target: Target, allowed_imports: set[str]) -> list[str]:

@@ -328,7 +328,7 @@ def _pe_tree(install: Path, prefix: str, target: Target) -> list[Problem]:
     for line in check_pe_tree(install, target)[1]:
         member, _, message = line.partition(": ")
         problems.append(Problem(f"{prefix}/{member}", message))
-    for name in ("python.exe", "pythonw.exe"):
+    for name in ("python.exe", "pythonw.exe", *sorted(target.pe_redistributed)):
         if not (install / name).is_file():
             problems.append(Problem(f"{prefix}/{name}", "missing"))
     if not any((install / name).is_file() for name in WINDOWS_FORWARDER_DLLS):
