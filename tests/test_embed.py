@@ -181,7 +181,7 @@ def test_a_windows_blob_is_assembled_into_a_coff_read_only_section(tmp_path):
 
     blob = tmp_path / "stdlib.blob"
     blob.write_bytes(b"pyfreight" * 10)
-    text = memimport.blob_asm(blob, "coff")
+    text = memimport.blob_asm(blob, "pe")
     assert ".type" not in text and ".size" not in text and "GNU-stack" not in text
     assert '.section .rdata,"dr"' in text
     assert ".type pyfreight_blob_start, @object" in memimport.blob_asm(blob)  # ELF keeps its own

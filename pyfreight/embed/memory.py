@@ -181,7 +181,7 @@ def link_memory_importer(
     apps, exclude = _stage_application(plan, linker, options)
     blob = pack_stdlib(plan, linker, options, apps, exclude, ws)
     asm = linker.work / "blob.S"
-    asm.write_text(memimport.blob_asm(blob, plan.archive.object_file_format))
+    asm.write_text(memimport.blob_asm(blob, archive_target(plan.archive).binary_format))
     on_disk = linker.work / "on-disk"
     has_packages = any(on_disk.iterdir())
     app_c = linker.work / "app.c"

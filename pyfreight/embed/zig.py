@@ -56,7 +56,9 @@ def pinned_zig(target: Target, ws: Workspace) -> PinnedCompiler:
     frameworks = () if overlay is None else ("-F", str(overlay / "frameworks"))
     return PinnedCompiler(
         command=(str(home / "zig"), "cc", "-target", target.clang_triple),
-        env={"ZIG_GLOBAL_CACHE_DIR": cache, "ZIG_LOCAL_CACHE_DIR": cache},
+        # lld stamps a PE image with the link's time unless SOURCE_DATE_EPOCH says one:
+        # a fixed stamp, so that the same archive and flags link the same bytes.
+        env={"ZIG_GLOBAL_CACHE_DIR": cache, "ZIG_LOCAL_CACHE_DIR": cache, "SOURCE_DATE_EPOCH": "0"},
         library_names={k: v for k, v in renamed.items() if k in target.system_libraries},
         link_flags=frameworks,
     )

@@ -20,18 +20,19 @@ STATIC_CODE_GENERATOR = PACKAGE_DIR / "staticcode.py"  # run by the target inter
 STATIC_CODE_RUNTIME = (PACKAGE_DIR / "static_code.h", PACKAGE_DIR / "static_code.c")
 
 
-def blob_asm(blob_path: Path, object_format: str = "elf") -> str:
+def blob_asm(blob_path: Path, binary_format: str = "elf") -> str:
     """Text of a .S file that embeds blob_path between pyfreight_blob_start and pyfreight_blob_end.
 
     Assembled with `cc -c blob.S` (gcc or clang).  .incbin reads the file at assembly time, so the
     path is made absolute; the string is quoted for the assembler.  ELF objects get a typed,
-    sized symbol and a non-executable stack note; COFF (Windows) has neither, and its read-only
-    data section is .rdata.
+    sized symbol and a non-executable stack note; COFF (Windows, binary format "pe") has
+    neither, and its read-only data section is .rdata.
     """
     path = str(Path(blob_path).resolve())
     if any(c in path for c in '"\\\n'):
         raise ValueError(f"blob path not usable in an .incbin directive: {path!r}")
-    elf = object_format != "coff"
+    # By the target's binary format, not its objects' (an lto archive's are LLVM bitcode).
+    elf = binary_format != "pe"
     section = '.section .rodata.pyfreight_blob,"a"' if elf else '.section .rdata,"dr"'
     start_type = "    .type pyfreight_blob_start, @object\n" if elf else ""
     end_type = "    .type pyfreight_blob_end, @object\n" if elf else ""
