@@ -174,8 +174,8 @@ def test_a_redistributed_dll_is_judged_by_its_pinned_hash_alone(tmp_path: Path, 
     _, problems = check_pe_tree(tmp_path, WINDOWS)
     assert len(problems) == 1 and re.fullmatch(
         r"vcruntime140\.dll: sha256 [0-9a-f]{16}… is not the pinned d5e4d9a3e835fa67… "
-        r"\(targets/x86_64-pc-windows-gnullvm\.yaml pe\.redistributed\): ship the msvc-runtime recipe's "
-        r"file unmodified",
+        r"\(targets/x86_64-pc-windows-gnullvm\.yaml pe\.redistributed\): ship the file of the pinned wheel "
+        r"unmodified",
         problems[0],
     ), problems
 

@@ -63,7 +63,7 @@ def _redistributed_problem(name: str, data: bytes, target: Target) -> str | None
         return None
     return (
         f"{name}: sha256 {found[:16]}… is not the pinned {pinned[:16]}… (targets/{target.triple}.yaml "
-        "pe.redistributed): ship the msvc-runtime recipe's file unmodified"
+        "pe.redistributed): ship the file of the pinned wheel unmodified"
     )
 
 
