@@ -52,13 +52,14 @@ test-part:
 test-unit: setup
 	.venv/bin/pytest -ra -m "not container" $(ARGS)
 
-# ruff for lint and format, mypy for types (configured in pyproject.toml), actionlint
+# ruff for lint and format (the driver, the tests, and windows/install-pip.py, which the
+# build container's python3 runs), mypy for types (configured in pyproject.toml), actionlint
 # (with shellcheck) for the GitHub workflows, shellcheck for the driver's scripts and,
 # as bash at warning level, the build scripts (recipes run them with -euo pipefail, so
 # an unchecked cd cannot go on; libxcb's one unquoted $(...) is a word list on purpose).
 lint: setup
-	.venv/bin/ruff check pyfreight tests
-	.venv/bin/ruff format --check pyfreight tests
+	.venv/bin/ruff check pyfreight tests windows/*.py
+	.venv/bin/ruff format --check pyfreight tests windows/*.py
 	.venv/bin/mypy
 	.venv/bin/actionlint
 	shellcheck scripts/*.sh .ci/run pyfreight/container/entry.sh pyfreight/container/zig-cc.sh

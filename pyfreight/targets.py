@@ -40,6 +40,24 @@ class Redistributable:
 
 
 @dataclass(frozen=True)
+class ScriptLaunchers:
+    """distlib's script launchers in the pip that CPython's source bundles (targets/*.yaml
+    pe.launchers): pip makes console scripts from them, and validate judges them by
+    sha256 alone, in their folder and as the start of each console script."""
+
+    folder: str  # below the tree's top, forward slashes
+    console: str  # the one the tree's console scripts start with
+    interpreter: str  # what their shebang names, relative to the launcher's folder
+    sha256: MappingProxyType[str, str]  # file name -> sha256
+    size: MappingProxyType[str, int]  # file name -> size in bytes
+
+    @property
+    def shebang(self) -> bytes:
+        """The line after the launcher in each console script (distlib writes it so)."""
+        return b"#!" + self.interpreter.encode() + b"\n"
+
+
+@dataclass(frozen=True)
 class Target:
     triple: str  # our name, as python-build-standalone's
     make_name: str  # prefix of the make targets: `make MAKE_NAME-pgo`
@@ -91,6 +109,7 @@ class Target:
     msvc_wheels: MappingProxyType[str, Source] = field(default_factory=lambda: MappingProxyType({}))
     # DLLs shipped as their vendor built them (Windows: the VC runtime, beside python.exe)
     redistributable: Redistributable | None = None
+    launchers: ScriptLaunchers | None = None
     is_default: bool = False
 
     @property
@@ -201,6 +220,7 @@ class Target:
             loader=elf.get("loader"),
             pe_machine=data.get("pe", {}).get("machine"),
             redistributable=_redistributable(data.get("pe", {}).get("redistributed")),
+            launchers=_launchers(data.get("pe", {}).get("launchers")),
             msvc_wheels=MappingProxyType(
                 {abi: _wheel_source(w) for abi, w in data.get("msvc_wheels", {}).items()}
             ),
@@ -253,6 +273,20 @@ def _redistributable(data: dict[str, Any] | None) -> Redistributable | None:
         license_member=data["license_file"],
         members=MappingProxyType({name: f["member"] for name, f in data["files"].items()}),
         sha256=MappingProxyType({name: f["sha256"] for name, f in data["files"].items()}),
+    )
+
+
+def _launchers(data: dict[str, Any] | None) -> ScriptLaunchers | None:
+    if data is None:
+        return None
+    if data["console"] not in data["files"]:
+        raise PyfreightError(f"pe.launchers.console {data['console']} is not one of pe.launchers.files")
+    return ScriptLaunchers(
+        folder=data["folder"],
+        console=data["console"],
+        interpreter=data["interpreter"],
+        sha256=MappingProxyType({name: f["sha256"] for name, f in data["files"].items()}),
+        size=MappingProxyType({name: f["size"] for name, f in data["files"].items()}),
     )
 
 

@@ -479,17 +479,157 @@ def test_pypis_own_wheels_install_with_pip_in_a_venv_and_run_under_wine(windows_
     assert "unimplemented function ucrtbase.dll.crealf" in result.stdout + result.stderr
 
 
+# PyPI's clients and wheels a Windows user meets first, pinned: uv (Rust), and wheels
+# built by their authors with MSVC, cryptography's with Rust inside.
+CLIENT_WHEELS = {
+    "markupsafe": "3.0.4", "cryptography": "50.0.2", "cffi": "2.1.1", "pycparser": "3.12",
+    "lxml": "6.1.3", "pillow": "13.0.0",
+}  # fmt: skip
+UV = ("uv", "0.13.9")
+PROCESS_PRNG = Path(__file__).parent / "windows" / "process_prng.c"
+
+
+@pytest.fixture(scope="module")
+def process_prng_stand_in(tmp_path_factory) -> Path:
+    """bcryptprimitives.dll exporting ProcessPrng (tests/windows/process_prng.c), built
+    by the target's zig in the build image: Wine 8.0 lacks the DLL, and every Rust
+    program imports it."""
+    out = tmp_path_factory.mktemp("process-prng")
+    shutil.copy(PROCESS_PRNG, out / PROCESS_PRNG.name)
+    out.chmod(0o777)  # the build image's unprivileged builder writes the DLL here
+    image = ensure_images(default_workspace(), WINDOWS)
+    env = toolchain.build_environment(WINDOWS, jobs=1, source_date_epoch=0)
+    build = f"$CC -shared -O2 /out/{PROCESS_PRNG.name} -o /out/bcryptprimitives.dll -ladvapi32"
+    run(
+        RunSpec(
+            image=image.tag,
+            command=["bash", "-euc", build],
+            what="building the ProcessPrng stand-in",
+            mounts=[Mount(out, "/out", read_only=False)],
+            env=env,
+            user="1000:1000",
+        )
+    )
+    return out / "bcryptprimitives.dll"
+
+
+@pytest.fixture(scope="module")
+def client_downloads(tmp_path_factory) -> Path:
+    """The pinned win_amd64 wheels (downloads/) and uv's (uv-wheel/), fetched on the
+    host by pip from the index it is configured with."""
+    folder = tmp_path_factory.mktemp("clients")
+    minor = cpython_source(None).minor
+    tag = minor.replace(".", "")
+    wanted = [f"{n}=={v}" for n, v in CLIENT_WHEELS.items()]
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+         "--platform", "win_amd64", "--python-version", minor, "--implementation", "cp", "--abi", f"cp{tag}",
+         "--dest", str(folder / "downloads"), *wanted],
+        check=True, timeout=600,
+    )  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+         "--platform", "win_amd64", "--dest", str(folder / "uv-wheel"), "==".join(UV)],
+        check=True, timeout=600,
+    )  # fmt: skip
+    return folder
+
+
+# Run under Wine by the unpacked install_only archive's python.exe: uv.exe makes a venv
+# of it and installs the wheels from downloads/ (offline); then the venv's python uses
+# each one's compiled code, without the ProcessPrng stand-in and with it.
+CLIENTS = r"""
+import os, subprocess, sys
+uv = os.path.join("uv", "uv.exe")
+env = dict(os.environ, UV_OFFLINE="1", UV_NO_CACHE="1", UV_PYTHON_DOWNLOADS="never", UV_NO_CONFIG="1")
+subprocess.run([uv, "venv", "--python", sys.executable, "env"], check=True, env=env)
+python = os.path.join("env", "Scripts", "python.exe")
+install = [uv, "pip", "install", "--python", python, "--no-index", "--find-links", "downloads"]
+subprocess.run([*install, *sys.argv[1:]], check=True, env=env)
+sys.stdout.flush()
+subprocess.run([uv, "pip", "list", "--python", python, "--format", "freeze"], check=True, env=env)
+USE = '''
+import io, os, sys
+if os.environ.get("PROCESS_PRNG"):  # Wine has no bcryptprimitives.dll: the stand-in
+    os.add_dll_directory(os.environ["PROCESS_PRNG"])
+import markupsafe, markupsafe._speedups
+print("markupsafe", markupsafe.escape("<a>"), os.path.basename(markupsafe._speedups.__file__), flush=True)
+from lxml import etree
+print("lxml", etree.fromstring("<a><b>x</b></a>").xpath("string(//b)"), flush=True)
+from PIL import Image
+png = io.BytesIO()
+Image.new("RGB", (3, 2), "red").save(png, "PNG")
+print("pillow", Image.open(io.BytesIO(png.getvalue())).size, flush=True)
+from cryptography.fernet import Fernet
+key = Fernet(Fernet.generate_key())
+print("cryptography", key.decrypt(key.encrypt(b"freight")).decode(), flush=True)
+'''
+for stand_in in ("", os.path.abspath("uv")):
+    used = subprocess.run([python, "-c", USE], env=dict(os.environ, PROCESS_PRNG=stand_in),
+                          capture_output=True, text=True)
+    print(f"-- stand-in {'on' if stand_in else 'off'}: exit {used.returncode}")
+    print(used.stdout + used.stderr.strip()[-500:], flush=True)
+"""
+
+
+def test_uv_makes_a_venv_of_the_tree_and_pypis_compiled_wheels_run_under_wine(
+    windows_archives, client_downloads, process_prng_stand_in
+):
+    """uv.exe (from its win_amd64 wheel) makes a venv of the unpacked install_only
+    archive's python.exe and installs markupsafe's, lxml's, pillow's and cryptography's
+    win_amd64 wheels into it from a folder (offline); each one's compiled module runs,
+    with Wine's own VC runtime off. Rust's ProcessPrng is the one thing supplied: Wine
+    8.0 has no bcryptprimitives.dll (a stand-in beside uv.exe, and given to the venv's
+    python by os.add_dll_directory). Without it cryptography's Rust module fails to
+    load while the others run: the stand-in is what Wine lacks, and nothing else is."""
+    work = client_downloads / "run"
+    work.mkdir()
+    shutil.copytree(client_downloads / "downloads", work / "downloads")
+    (uv_wheel,) = (client_downloads / "uv-wheel").glob("uv-*.whl")
+    (work / "uv").mkdir()
+    (work / "uv" / "uv.exe").write_bytes(read_member(uv_wheel, f"{UV[0]}-{UV[1]}.data/scripts/uv.exe"))
+    shutil.copy(process_prng_stand_in, work / "uv" / "bcryptprimitives.dll")
+    extract(windows_archives["install_only.tar.gz"], work)  # as users unpack it: python/
+    (work / "clients.py").write_text(CLIENTS)
+    for path in (work, *work.rglob("*")):
+        path.chmod(0o777 if path.is_dir() else 0o755)  # Wine's user makes the venv here
+    result = run_windows_program(
+        WINDOWS, default_workspace(), work, "python/python.exe", ["clients.py", *CLIENT_WHEELS],
+        check=False, writable=True,
+    )  # fmt: skip
+    output = (result.stdout + result.stderr).replace("\r", "")
+    listed = {line.lower() for line in output.splitlines()}
+    assert {f"{n}=={v}" for n, v in CLIENT_WHEELS.items()} <= listed, output[-3000:]
+    assert "-- stand-in on: exit " in output, output[-3000:]
+    off, on = output.split("-- stand-in on: exit ")
+    # without ProcessPrng the other wheels ran, and cryptography's Rust module did not load
+    assert "-- stand-in off: exit 1" in off and "pillow (3, 2)" in off, off[-3000:]
+    assert "DLL load failed while importing _rust" in off, off[-3000:]
+    assert on.startswith("0"), output[-3000:]
+    speedups = "markupsafe &lt;a&gt; _speedups.cp314-win_amd64.pyd"
+    for used in (speedups, "lxml x", "pillow (3, 2)", "cryptography freight"):
+        assert used in on.splitlines(), output[-3000:]
+
+
 def test_the_pe_rules_pass_the_tree(windows_tree):
     """Machine, imports (Windows' own DLLs, the UCRT's and the tree's own), ASLR, DEP, no
     debug directory, the C API exported, no bundled library's symbol and no build path
     in any image's bytes: all hold."""
     facts, problems = check_pe_tree(windows_tree, WINDOWS)
+    distlib = "Lib/site-packages/pip/_vendor/distlib"
     assert sorted(f.path for f in facts) == [
+        *(f"{distlib}/{name}" for name in ("t32.exe", "t64-arm.exe", "t64.exe", "w32.exe", "w64-arm.exe")),
+        f"{distlib}/w64.exe",
         "Lib/venv/scripts/nt/venvlauncher.exe", "Lib/venv/scripts/nt/venvwlauncher.exe",
+        "Scripts/pip.exe", "Scripts/pip3.14.exe", "Scripts/pip3.exe",
         "python.exe", "python3.dll", "python314.dll", "pythonw.exe", "vcruntime140.dll", "vcruntime140_1.dll",
     ]  # fmt: skip
     for name, pinned in WINDOWS.pe_redistributed.items():  # Microsoft's, unmodified
         assert file_sha256(windows_tree / name) == pinned, name
+    # pip's console scripts: its x86_64 launcher, then a shebang relative to it
+    launcher = (windows_tree / distlib / "t64.exe").read_bytes()
+    script = (windows_tree / "Scripts/pip.exe").read_bytes()
+    assert script.startswith(launcher + b"#!<launcher_dir>\\..\\python.exe\n"), script[len(launcher) :][:80]
     dll = next(f for f in facts if f.path == "python314.dll")
     assert len(dll.exported) > 1500 and dll.timestamp == _source_epoch()
     assert {f.path for f in facts if f.forwarded} == {"python3.dll"}

@@ -4,7 +4,8 @@
 # steps would (the frozen modules), runs it, and lays the tree out in $INSTALL_DIR as
 # Windows users know it: python.exe at the top, Lib/, DLLs/, include/, libs/.
 # Inputs from the driver: PY_TARBALL, PY_TOPDIR, FROZEN_DIR, CPYTHON_CFLAGS (the build
-# option's: -flto=thin for lto), COMPILER_LLVM, REDISTRIBUTED_DLLS and the toolchain
+# option's: -flto=thin for lto), COMPILER_LLVM, REDISTRIBUTED_DLLS, PYTHON_MINOR,
+# PIP_LAUNCHER and PIP_INTERPRETER (targets/*.yaml pe.launchers) and the toolchain
 # variables.
 
 # LTO objects are the compiler's LLVM bitcode, and PYTHON.json says which LLVM from the
@@ -90,6 +91,13 @@ for dll in $REDISTRIBUTED_DLLS; do
 done
 install -m 0644 libs/*.lib "$INSTALL_DIR/libs/"
 cp -r "$source_dir/Lib" "$INSTALL_DIR/Lib"
+# pip, as Windows' installer puts it in (ensurepip --default-pip): from the wheel the source
+# bundles, by the build container's python3, with console scripts that find python.exe
+# relative to themselves (install-pip.py says how).
+if [ -n "$PIP_LAUNCHER" ]; then
+  native SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" python3 -B -I "$RECIPE_DIR/install-pip.py" \
+    "$INSTALL_DIR" "$PYTHON_MINOR" "$PIP_LAUNCHER" "$PIP_INTERPRETER"
+fi
 # venv copies these into an environment as its python.exe and pythonw.exe.
 install -m 0755 "$(output venvlauncher)" "$(output venvwlauncher)" "$INSTALL_DIR/Lib/venv/scripts/nt/"
 # The stdlib's bytecode, as `make install` writes it on Unix and Windows' installer at
@@ -100,6 +108,9 @@ install -m 0755 "$(output venvlauncher)" "$(output venvwlauncher)" "$INSTALL_DIR
 native PYTHONPATH="$source_dir/../native/Modules" "$source_dir/../native/python" -Wi -m compileall -q -o 0 -o 1 -o 2 -j1 \
   --invalidation-mode checked-hash -s "$INSTALL_DIR" -x 'bad_coding|badsyntax|site-packages' \
   "$INSTALL_DIR/Lib"
+# pip's bytecode as pip writes it when it installs itself: unoptimized only.
+native PYTHONPATH="$source_dir/../native/Modules" "$source_dir/../native/python" -Wi -m compileall -q -o 0 -j1 \
+  --invalidation-mode checked-hash -s "$INSTALL_DIR" "$INSTALL_DIR/Lib/site-packages"
 # Tcl's and Tk's script libraries where _tkinter looks for them, tcl\tcl8.6 below the
 # prefix (Tk finds tk8.6 beside it), with Tcl's modules (tcl8), as Windows' installer
 # lays them out.

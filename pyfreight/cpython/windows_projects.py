@@ -440,8 +440,8 @@ def job_inputs(
     src: CPythonSource, options: BuildOptions, target: Target, tarball: Path, scratch: Path, downloads: Path
 ) -> tuple[dict[str, Path | bytes], dict[str, str]]:
     """The files and environment of CPython's Windows build job: windows/build.sh, the
-    Makefile written from the pinned source's projects, and the vendor's DLLs the tree
-    ships (cpython/build.py adds our patches, the source and the dependency artifacts)."""
+    Makefile written from the pinned source's projects, install-pip.py, and the vendor's
+    DLLs the tree ships (cpython/build.py adds our patches, the source and the dependency artifacts)."""
     code_flags = optimization_flags(options, target)
     inner_source = f"{toolchain.WORK_DIR}/{src.top_dir}"
     scratch.mkdir(parents=True, exist_ok=True)
@@ -456,6 +456,7 @@ def job_inputs(
     info = json.dumps(build_info(parts, config_c), indent=1, sort_keys=True) + "\n"
     files: dict[str, Path | bytes] = {
         "build.sh": WINDOWS_DIR / "build.sh",
+        "install-pip.py": WINDOWS_DIR / "install-pip.py",
         "windows.mk": rules.encode(),
         "config.c": config_c.encode(),
         BUILD_INFO_FILE: info.encode(),
@@ -473,6 +474,11 @@ def job_inputs(
         "CPYTHON_CFLAGS": code_flags,
         "COMPILER_LLVM": target.zig_llvm or "",
         "REDISTRIBUTED_DLLS": " ".join(sorted(target.pe_redistributed)),  # beside build.sh
+        "PYTHON_MINOR": src.minor,
+        # pip's console scripts: the launcher for the target's machine, and the interpreter
+        # their shebang names (none: the tree gets no pip).
+        "PIP_LAUNCHER": target.launchers.console if target.launchers else "",
+        "PIP_INTERPRETER": target.launchers.interpreter if target.launchers else "",
     }
     return files, env
 

@@ -323,6 +323,26 @@ def _getppid() -> str:
     return out.stdout.strip()
 
 
+@check("pip in the tree: Scripts\\pip.exe, pip3.exe, pip3.X.exe run its pip, wherever the tree is")
+def _pip_scripts() -> str:
+    # The tree was built elsewhere and is checked from a folder with a space: a launcher
+    # that named python.exe by the build's path, or split the path at the space, fails.
+    prefix = Path(sys.prefix).resolve()
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    found = []
+    for name in ("pip", f"pip{sys.version_info.major}", f"pip{minor}"):
+        script = prefix / "Scripts" / f"{name}.exe"
+        ran = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=600)
+        assert ran.returncode == 0, (name, ran.returncode, ran.stderr[-300:])
+        version, _, rest = ran.stdout.partition(" from ")
+        where = Path(rest.rsplit(" (python ", 1)[0])
+        assert where.resolve() == prefix / "Lib" / "site-packages" / "pip", (name, ran.stdout)
+        assert rest.strip().endswith(f"(python {minor})"), (name, ran.stdout)
+        found.append(version)
+    assert len(set(found)) == 1, found
+    return f"{found[0]} from Lib\\site-packages"
+
+
 @check("venv with pip installing a local wheel")
 def _venv() -> str:
     with tempfile.TemporaryDirectory() as tmp:

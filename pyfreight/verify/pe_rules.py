@@ -6,7 +6,9 @@ the UCRT's, or a DLL the tree itself ships), ASLR with 64-bit entropy and DEP, C
 Flow Guard where the target has it, no debug directory (a CodeView record names the
 build's files), and the interpreter's DLL exporting the C API and nothing of the
 libraries bundled into it. A vendor's DLL the target ships as it is (the Visual C++
-runtime, targets/*.yaml pe.redistributed) is judged by its sha256 alone. The facts
+runtime, targets/*.yaml pe.redistributed) is judged by its sha256 alone, and so are
+pip's script launchers (pe.launchers) and the console scripts made from them, whose
+shebang must name the interpreter relative to the launcher. The facts
 come from formats/pe.py; the Windows checks and validate judge trees by these rules,
 which say what is wrong in one line per problem, naming the file, whatever the file
 holds."""
@@ -43,7 +45,7 @@ def check_pe_tree(root: Path, target: Target) -> tuple[list[PeFacts], list[str]]
         found, found_problems = _read_image(path, root, target)
         problems += found_problems
         if found is not None:
-            vendors = found.path in target.pe_redistributed
+            vendors = found.path in target.pe_redistributed or _launcher_of(found.path, path, target)
             (redistributed if vendors else facts).append(found)
     shipped = {Path(f.path).name.lower() for f in facts + redistributed if f.is_dll}
     allowed = {name.lower() for name in target.allowed_needed} | shipped
@@ -67,6 +69,53 @@ def _redistributed_problem(name: str, data: bytes, target: Target) -> str | None
     )
 
 
+def _launcher_of(name: str, path: Path, target: Target) -> bool:
+    """Whether the file is one of pip's launchers (pe.launchers), in their folder or at
+    the start of a console script: its bytes are judged by _launcher_problem instead."""
+    launchers = target.launchers
+    if launchers is None:
+        return False
+    folder, _, file = name.rpartition("/")
+    if folder == launchers.folder:
+        return file in launchers.sha256
+    return folder == "Scripts" and _starts_with_console_launcher(path, target)
+
+
+def _starts_with_console_launcher(path: Path, target: Target) -> bool:
+    assert target.launchers is not None
+    size = target.launchers.size[target.launchers.console]
+    with path.open("rb") as file:
+        head = file.read(size)
+    return hashlib.sha256(head).hexdigest() == target.launchers.sha256[target.launchers.console]
+
+
+def _launcher_problem(name: str, data: bytes, target: Target) -> str | None:
+    """A launcher in its folder not as pinned, or a console script whose shebang does
+    not name the interpreter relative to itself (it would run only where it was made)."""
+    launchers = target.launchers
+    if launchers is None:
+        return None
+    folder, _, file = name.rpartition("/")
+    if folder == launchers.folder and file in launchers.sha256:
+        found = hashlib.sha256(data).hexdigest()
+        if found == launchers.sha256[file]:
+            return None
+        return (
+            f"{name}: sha256 {found[:16]}… is not the pinned {launchers.sha256[file][:16]}… "
+            f"(targets/{target.triple}.yaml pe.launchers): ship pip's launcher unmodified"
+        )
+    size = launchers.size[launchers.console]
+    console_head = hashlib.sha256(data[:size]).hexdigest() == launchers.sha256[launchers.console]
+    if folder != "Scripts" or not console_head or data[size:].startswith(launchers.shebang):
+        return None
+    found_line = printable(data[size:].split(b"\n", 1)[0].decode("utf-8", "replace"))[:120]
+    return (
+        f"{name}: the console script's shebang is {found_line!r}, not "
+        f"{launchers.shebang.decode().strip()!r}: name the interpreter relative to the launcher, "
+        "so the tree runs from any folder"
+    )
+
+
 def _read_image(path: Path, root: Path, target: Target) -> tuple[PeFacts | None, list[str]]:
     """The facts of the file `path`, named like a PE image, and the problems its bytes
     show before any rule is asked: the build paths they name, a vendor's DLL not as
@@ -77,7 +126,7 @@ def _read_image(path: Path, root: Path, target: Target) -> tuple[PeFacts | None,
         found = image_facts(data, name)
     except (UnreadablePe, untrusted.UntrustedFile) as exc:
         return None, [str(exc)]
-    vendor = _redistributed_problem(name, data, target)
+    vendor = _redistributed_problem(name, data, target) or _launcher_problem(name, data, target)
     return found, [f"{name}: {leak}" for leak in build_paths_in(data)] + ([vendor] if vendor else [])
 
 
