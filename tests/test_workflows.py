@@ -149,3 +149,26 @@ def test_the_macos_workflow_builds_each_target_on_linux_and_runs_it_on_a_mac_of_
     for name in built:
         result = subprocess.run(["make", "-n", f"{name}-noopt"], cwd=REPO, capture_output=True, text=True)
         assert result.returncode == 0 and f"--target {name} --options noopt" in result.stdout, result.stderr
+
+
+def test_the_windows_workflow_builds_on_linux_and_runs_the_checks_on_real_windows():
+    """Built by make on Linux (the make goal exists), run on a Windows runner: the checks
+    it copies beside the tree exist, and the facts it hands them name the target's
+    platform tag, the one fact the checks take from the target file."""
+    workflow = yaml.safe_load((WORKFLOWS / "windows.yml").read_text())
+    (windows,) = (t for t in all_targets().values() if t.pe_machine is not None)
+    build, run = workflow["jobs"]["build"], workflow["jobs"]["run"]
+    assert build["runs-on"].startswith("ubuntu") and run["runs-on"].startswith("windows-")
+    steps = "\n".join(step.get("run", "") for step in build["steps"])
+    assert f"make {windows.make_name}-noopt" in steps
+    goal = f"{windows.make_name}-noopt"
+    made = subprocess.run(["make", "-n", goal], cwd=REPO, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    assert f"--target {windows.make_name} --options noopt" in made.stdout
+    script = "\n".join(step.get("run", "") for step in run["steps"])
+    (copied,) = re.findall(r"cp pyfreight/in_container/\{([^}]+)\}\.py", script)
+    for name in [*copied.split(","), "tls"]:
+        assert (REPO / "pyfreight/in_container" / (name if name == "tls" else f"{name}.py")).exists(), name
+    assert f'\\"platform\\": \\"{windows.python_platform_tag}\\"' in script
+    for scripted in ("Scripts/pip.exe", "-m test", "numpy", 'uv.exe" venv'):
+        assert scripted in script, scripted
