@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pefile
@@ -587,7 +588,8 @@ def test_uv_makes_a_venv_of_the_tree_and_pypis_compiled_wheels_run_under_wine(
     shutil.copytree(client_downloads / "downloads", work / "downloads")
     (uv_wheel,) = (client_downloads / "uv-wheel").glob("uv-*.whl")
     (work / "uv").mkdir()
-    (work / "uv" / "uv.exe").write_bytes(read_member(uv_wheel, f"{UV[0]}-{UV[1]}.data/scripts/uv.exe"))
+    with zipfile.ZipFile(uv_wheel) as wheel:
+        (work / "uv" / "uv.exe").write_bytes(wheel.read(f"{UV[0]}-{UV[1]}.data/scripts/uv.exe"))
     shutil.copy(process_prng_stand_in, work / "uv" / "bcryptprimitives.dll")
     extract(windows_archives["install_only.tar.gz"], work)  # as users unpack it: python/
     (work / "clients.py").write_text(CLIENTS)
