@@ -549,6 +549,12 @@ install = [uv, "pip", "install", "--python", python, "--no-index", "--find-links
 subprocess.run([*install, *sys.argv[1:]], check=True, env=env)
 sys.stdout.flush()
 subprocess.run([uv, "pip", "list", "--python", python, "--format", "freeze"], check=True, env=env)
+# The tree's own pip, as users run it (Scripts\\pip.exe), installs the same wheels into a
+# second venv (uv makes it: venv's copy calls CopyFile2, which Wine 8.0 lacks).
+subprocess.run([uv, "venv", "--python", sys.executable, "pip-env"], check=True, env=env)
+pip_python = os.path.join("pip-env", "Scripts", "python.exe")
+pip = [os.path.join("python", "Scripts", "pip.exe"), "--python", pip_python, "--disable-pip-version-check"]
+subprocess.run([*pip, "install", "--no-index", "--find-links", "downloads", *sys.argv[1:]], check=True)
 USE = '''
 import io, os, sys
 if os.environ.get("PROCESS_PRNG"):  # Wine has no bcryptprimitives.dll: the stand-in
@@ -565,10 +571,10 @@ from cryptography.fernet import Fernet
 key = Fernet(Fernet.generate_key())
 print("cryptography", key.decrypt(key.encrypt(b"freight")).decode(), flush=True)
 '''
-for stand_in in ("", os.path.abspath("uv")):
-    used = subprocess.run([python, "-c", USE], env=dict(os.environ, PROCESS_PRNG=stand_in),
-                          capture_output=True, text=True)
-    print(f"-- stand-in {'on' if stand_in else 'off'}: exit {used.returncode}")
+for venv, interpreter, stand_in in (("uv", python, ""), ("uv", python, "uv"), ("pip", pip_python, "uv")):
+    used = subprocess.run([interpreter, "-c", USE], capture_output=True, text=True,
+                          env=dict(os.environ, PROCESS_PRNG=stand_in and os.path.abspath(stand_in)))
+    print(f"-- {venv} venv, stand-in {'on' if stand_in else 'off'}: exit {used.returncode}")
     print(used.stdout + used.stderr.strip()[-500:], flush=True)
 """
 
@@ -578,7 +584,8 @@ def test_uv_makes_a_venv_of_the_tree_and_pypis_compiled_wheels_run_under_wine(
 ):
     """uv.exe (from its win_amd64 wheel) makes a venv of the unpacked install_only
     archive's python.exe and installs markupsafe's, lxml's, pillow's and cryptography's
-    win_amd64 wheels into it from a folder (offline); each one's compiled module runs,
+    win_amd64 wheels into it from a folder (offline), and the tree's own Scripts\\pip.exe
+    does the same into a second venv; in each, every wheel's compiled module runs,
     with Wine's own VC runtime off. Rust's ProcessPrng is the one thing supplied: Wine
     8.0 has no bcryptprimitives.dll (a stand-in beside uv.exe, and given to the venv's
     python by os.add_dll_directory). Without it cryptography's Rust module fails to
@@ -602,15 +609,19 @@ def test_uv_makes_a_venv_of_the_tree_and_pypis_compiled_wheels_run_under_wine(
     output = (result.stdout + result.stderr).replace("\r", "")
     listed = {line.lower() for line in output.splitlines()}
     assert {f"{n}=={v}" for n, v in CLIENT_WHEELS.items()} <= listed, output[-3000:]
-    assert "-- stand-in on: exit " in output, output[-3000:]
-    off, on = output.split("-- stand-in on: exit ")
+    found = re.findall(r"^-- (.+): exit (\d+)\n((?:(?!-- ).*\n?)*)", output, re.M)
+    runs = {name: (code, text) for name, code, text in found}
+    expected = ["pip venv, stand-in on", "uv venv, stand-in off", "uv venv, stand-in on"]
+    assert sorted(runs) == expected, output[-3000:]
     # without ProcessPrng the other wheels ran, and cryptography's Rust module did not load
-    assert "-- stand-in off: exit 1" in off and "pillow (3, 2)" in off, off[-3000:]
-    assert "DLL load failed while importing _rust" in off, off[-3000:]
-    assert on.startswith("0"), output[-3000:]
+    code, text = runs["uv venv, stand-in off"]
+    assert code == "1" and "pillow (3, 2)" in text and "DLL load failed while importing _rust" in text, text
     speedups = "markupsafe &lt;a&gt; _speedups.cp314-win_amd64.pyd"
-    for used in (speedups, "lxml x", "pillow (3, 2)", "cryptography freight"):
-        assert used in on.splitlines(), output[-3000:]
+    for name in ("uv venv, stand-in on", "pip venv, stand-in on"):
+        code, text = runs[name]
+        assert code == "0", (name, text)
+        for used in (speedups, "lxml x", "pillow (3, 2)", "cryptography freight"):
+            assert used in text.splitlines(), (name, text)
 
 
 def test_the_pe_rules_pass_the_tree(windows_tree):
