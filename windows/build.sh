@@ -5,6 +5,7 @@
 # Windows users know it: python.exe at the top, Lib/, DLLs/, include/, libs/.
 # Inputs from the driver: PY_TARBALL, PY_TOPDIR, FROZEN_DIR, CPYTHON_CFLAGS (the build
 # option's: -flto=thin for lto), COMPILER_LLVM, REDISTRIBUTED_DLLS, PYTHON_MINOR,
+# PYCONFIG_DIR and DISABLE_GIL (3.13's generated pyconfig.h),
 # PIP_LAUNCHER and PIP_INTERPRETER (targets/*.yaml pe.launchers) and the toolchain
 # variables.
 
@@ -23,6 +24,23 @@ for p in "$RECIPE_DIR"/patches/*.patch; do
   echo "applying $(basename "$p")"
   patch -p1 --forward --fuzz=0 --no-backup-if-mismatch < "$p"
 done
+
+# 3.13's projects write pyconfig.h from PC/pyconfig.h.in (pythoncore's _UpdatePyconfig
+# target) into a folder every project searches ($(GeneratedPyConfigDir), PYCONFIG_DIR
+# here), defining Py_GIL_DISABLED for a free-threaded build; later releases ship
+# PC/pyconfig.h itself.
+pyconfig="$source_dir/PC/pyconfig.h"
+if [ ! -e "$pyconfig" ]; then
+  mkdir -p "$PYCONFIG_DIR"
+  pyconfig="$PYCONFIG_DIR/pyconfig.h"
+  gil='/\* #define Py_GIL_DISABLED 1 \*/'
+  if [ "$DISABLE_GIL" = true ]; then
+    grep -q "^$gil\$" PC/pyconfig.h.in || { echo "PC/pyconfig.h.in has no '$gil' line to enable" >&2; exit 1; }
+    sed "s|^$gil\$|#define Py_GIL_DISABLED 1|" PC/pyconfig.h.in > "$pyconfig"
+  else
+    cp PC/pyconfig.h.in "$pyconfig"
+  fi
+fi
 
 # The frozen modules are marshalled code objects, the same bytes on every platform:
 # a native _freeze_module of this very source writes them, as the projects' own
@@ -117,7 +135,7 @@ native PYTHONPATH="$source_dir/../native/Modules" "$source_dir/../native/python"
 install -d "$INSTALL_DIR/tcl"
 cp -R "$PREFIX/lib/tcl8.6" "$PREFIX/lib/tk8.6" "$PREFIX/lib/tcl8" "$INSTALL_DIR/tcl/"
 cp -r "$source_dir/Include/." "$INSTALL_DIR/include/"
-cp "$source_dir/PC/pyconfig.h" "$INSTALL_DIR/include/"
+cp "$pyconfig" "$INSTALL_DIR/include/pyconfig.h"
 cp "$source_dir/LICENSE" "$INSTALL_DIR/LICENSE.txt"
 # What packers link against: every object, as the full archive will carry them.
 mkdir -p "$OUTPUT_DIR/build"

@@ -47,6 +47,9 @@ MSBUILD_PLATFORMS = {"AMD64": "x64", "ARM64": "ARM64"}
 # Inside the build container: the unpacked source, and the frozen modules' headers the
 # native _freeze_module writes (windows/build.sh), as the projects' $(GeneratedFrozenModulesDir).
 FROZEN_DIR = f"{toolchain.WORK_DIR}/frozen/"
+# Where windows/build.sh writes pyconfig.h from PC/pyconfig.h.in for a release whose
+# projects generate it (3.13's pythoncore; later releases ship PC/pyconfig.h).
+PYCONFIG_DIR = f"{toolchain.WORK_DIR}/pyconfig/"
 # $(ExternalsDir) of the projects: where Visual Studio builds find the libraries' own
 # sources and binaries. Nothing is there here; an item or folder under it is what one
 # of our recipes builds, and is taken from the recipe instead.
@@ -110,6 +113,7 @@ def global_properties(
         "MajorVersionNumber": major,
         "MinorVersionNumber": minor,
         "GeneratedFrozenModulesDir": FROZEN_DIR,
+        "GeneratedPyConfigDir": PYCONFIG_DIR,
         # zlib-ng's folders (IncludeExternals): our zlib recipe's headers stand in
         "zlibNgDir": f"{toolchain.PREFIX}/include",
         "GeneratedZlibNgDir": f"{toolchain.PREFIX}/include",
@@ -470,6 +474,8 @@ def job_inputs(
         "PY_TARBALL": src.source.file,
         "PY_TOPDIR": src.top_dir,
         "FROZEN_DIR": FROZEN_DIR,
+        "PYCONFIG_DIR": PYCONFIG_DIR,
+        "DISABLE_GIL": "true" if options.freethreaded else "false",
         "OUTPUT_DIR": OUTPUT_DIR,
         "CPYTHON_CFLAGS": code_flags,
         "COMPILER_LLVM": target.zig_llvm or "",

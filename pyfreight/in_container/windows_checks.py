@@ -63,6 +63,7 @@ NOT_IMPORTABLE = {
     "_pyrepl.unix_eventqueue": "Unix only",
     "_pyrepl.fancy_termios": "Unix only",
     "_pyrepl._minimal_curses": "Unix only",
+    "_pyrepl.curses": "needs _curses or _pyrepl._minimal_curses: Unix only (3.13)",
     "profiling.sampling.live_collector": "needs _curses: Unix only (3.15's live profiler view)",
     "asyncio.unix_events": "Unix only",
     "multiprocessing.popen_fork": "Unix only",
