@@ -42,11 +42,10 @@ def check_pe_tree(root: Path, target: Target) -> tuple[list[PeFacts], list[str]]
         return facts, [str(exc)]
     redistributed: list[PeFacts] = []
     for path in paths:
-        found, found_problems = _read_image(path, root, target)
+        found, found_problems, by_hash = _read_image(path, root, target)
         problems += found_problems
         if found is not None:
-            vendors = found.path in target.pe_redistributed or _launcher_of(found.path, path, target)
-            (redistributed if vendors else facts).append(found)
+            (redistributed if by_hash else facts).append(found)
     shipped = {Path(f.path).name.lower() for f in facts + redistributed if f.is_dll}
     allowed = {name.lower() for name in target.allowed_needed} | shipped
     for f in facts:
@@ -69,24 +68,24 @@ def _redistributed_problem(name: str, data: bytes, target: Target) -> str | None
     )
 
 
-def _launcher_of(name: str, path: Path, target: Target) -> bool:
+def _is_launcher(name: str, data: bytes, target: Target) -> bool:
     """Whether the file is one of pip's launchers (pe.launchers), in their folder or at
-    the start of a console script: its bytes are judged by _launcher_problem instead."""
+    the start of a console script: _launcher_problem judges it, not our rules."""
     launchers = target.launchers
     if launchers is None:
         return False
     folder, _, file = name.rpartition("/")
     if folder == launchers.folder:
         return file in launchers.sha256
-    return folder == "Scripts" and _starts_with_console_launcher(path, target)
+    return folder == "Scripts" and _starts_with_console_launcher(data, target)
 
 
-def _starts_with_console_launcher(path: Path, target: Target) -> bool:
-    assert target.launchers is not None
-    size = target.launchers.size[target.launchers.console]
-    with path.open("rb") as file:
-        head = file.read(size)
-    return hashlib.sha256(head).hexdigest() == target.launchers.sha256[target.launchers.console]
+def _starts_with_console_launcher(data: bytes, target: Target) -> bool:
+    launchers = target.launchers
+    if launchers is None:
+        return False
+    size = launchers.size[launchers.console]
+    return hashlib.sha256(data[:size]).hexdigest() == launchers.sha256[launchers.console]
 
 
 def _launcher_problem(name: str, data: bytes, target: Target) -> str | None:
@@ -105,8 +104,9 @@ def _launcher_problem(name: str, data: bytes, target: Target) -> str | None:
             f"(targets/{target.triple}.yaml pe.launchers): ship pip's launcher unmodified"
         )
     size = launchers.size[launchers.console]
-    console_head = hashlib.sha256(data[:size]).hexdigest() == launchers.sha256[launchers.console]
-    if folder != "Scripts" or not console_head or data[size:].startswith(launchers.shebang):
+    if folder != "Scripts" or not _starts_with_console_launcher(data, target):
+        return None
+    if data[size:].startswith(launchers.shebang):
         return None
     found_line = printable(data[size:].split(b"\n", 1)[0].decode("utf-8", "replace"))[:120]
     return (
@@ -116,18 +116,22 @@ def _launcher_problem(name: str, data: bytes, target: Target) -> str | None:
     )
 
 
-def _read_image(path: Path, root: Path, target: Target) -> tuple[PeFacts | None, list[str]]:
-    """The facts of the file `path`, named like a PE image, and the problems its bytes
-    show before any rule is asked: the build paths they name, a vendor's DLL not as
-    pinned, or (with no facts) why it is no image we can judge."""
+def _read_image(path: Path, root: Path, target: Target) -> tuple[PeFacts | None, list[str], bool]:
+    """The facts of the file `path`, named like a PE image, the problems its bytes show
+    before any rule is asked (the build paths they name, a vendor's DLL or pip's launcher
+    not as pinned, a console script's absolute shebang; with no facts, why it is no image
+    we can judge), and whether its hash judges it instead of our rules. Only the bytes
+    untrusted.read_binary gives are read."""
     name = printable(path.relative_to(root).as_posix())
     try:
         data = untrusted.read_binary(path, name)
         found = image_facts(data, name)
     except (UnreadablePe, untrusted.UntrustedFile) as exc:
-        return None, [str(exc)]
+        return None, [str(exc)], False
     vendor = _redistributed_problem(name, data, target) or _launcher_problem(name, data, target)
-    return found, [f"{name}: {leak}" for leak in build_paths_in(data)] + ([vendor] if vendor else [])
+    by_hash = name in target.pe_redistributed or _is_launcher(name, data, target)
+    problems = [f"{name}: {leak}" for leak in build_paths_in(data)] + ([vendor] if vendor else [])
+    return found, problems, by_hash
 
 
 def pe_problems(facts: PeFacts, target: Target, allowed_imports: set[str]) -> list[str]:
