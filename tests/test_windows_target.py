@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pyfreight.cpython.options import BuildOptions
+from pyfreight.cpython.windows_projects import optimization_flags
 from pyfreight.deps.graph import for_os
 from pyfreight.errors import PyfreightError
 from pyfreight.hashing import file_sha256
@@ -50,7 +52,8 @@ def test_recipes_unavailable_on_windows_are_left_out_with_their_reason():
     kept = for_os(recipes, "windows", None)
     assert {"zlib", "openssl", "sqlite", "libffi", "xz", "zstd", "bzip2", "expat", "mpdecimal"} <= set(kept)
     assert not {"ncurses", "libedit", "libuuid", "libx11"} & set(kept)
-    assert set(for_os(recipes, "linux", None)) == set(recipes)
+    # LLVM's profile runtime, which only Windows pgo builds need, is all Linux leaves out
+    assert set(recipes) - set(for_os(recipes, "linux", None)) == {"llvm-profile-runtime"}
     with pytest.raises(PyfreightError, match=r"recipe ncurses is not built for windows: Windows has its own"):
         for_os(recipes, "windows", ["zlib", "ncurses"])
 
@@ -73,7 +76,6 @@ def test_naming_an_unavailable_recipe_is_one_line_with_the_reason():
 @pytest.mark.parametrize(
     ("options", "refusal"),
     [
-        ("pgo+lto", "pgo"),
         ("debug", "debug"),
         ("lto+pie", "pie"),
         ("noopt+ssp", "ssp"),
@@ -118,13 +120,18 @@ def test_the_release_matrix_has_the_windows_builds_of_every_pinned_version():
     from pyfreight.cpython.versions import load_versions
 
     built = {(e.spec.minor, str(e.spec.options)) for e in release_matrix() if e.spec.target == WINDOWS}
-    options = {"noopt", "lto", "freethreaded+lto"}
+    options = {"noopt", "lto", "pgo+lto", "freethreaded+lto"}
     assert built == {(minor, o) for minor in load_versions()[1] for o in options}
     assert "3.13" in {minor for minor, _ in built}
     proc = pyfreight_cli("matrix")
     assert proc.returncode == 0, proc.stderr
     assert re.search(
         rf"^make {WINDOWS.make_name}-noopt CPYTHON=3\.13\s+# 3\.13 {WINDOWS.triple} noopt$", proc.stdout, re.M
+    )
+    assert re.search(
+        rf"^make {WINDOWS.make_name}-pgo CPYTHON=3\.14\s+# 3\.14 {WINDOWS.triple} pgo\+lto$",
+        proc.stdout,
+        re.M,
     )
 
 
@@ -188,3 +195,16 @@ def test_a_wheel_pip_cannot_find_fails_that_origin_with_pips_reason(tmp_path):
     )  # fmt: skip
     with pytest.raises(OSError, match=r"pip download failed: "):
         pypi.download_wheel(source, tmp_path, timeout_s=120)
+
+
+def test_windows_pgo_compiles_with_the_profile_handed_in_and_trains_an_instrumented_build():
+    """The optimized build reads the merged profile where the build job stages its files
+    (/inputs/recipe/<name>); the interpreter trained counts, without LTO, linking LLVM's
+    profile runtime, a recipe built for nothing else."""
+    pgo_lto, pgo = BuildOptions.parse("pgo+lto"), BuildOptions.parse("pgo")
+    use = "-fprofile-instr-use=/inputs/recipe/pgo.profdata"
+    assert optimization_flags(pgo_lto, WINDOWS).split() == [use, "-flto=thin"]
+    assert optimization_flags(pgo, WINDOWS) == use
+    assert optimization_flags(pgo_lto, WINDOWS, instrumented=True) == "-fprofile-instr-generate"
+    runtime = load_all()["llvm-profile-runtime"]
+    assert runtime.training_only and set(runtime.unavailable_on) == {"linux", "macos"}

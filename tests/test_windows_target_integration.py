@@ -65,8 +65,11 @@ def windows_deps() -> dict[str, Path]:
 
 
 def test_every_recipe_for_windows_is_built_and_no_other(windows_deps):
-    expected = {name for name, recipe in load_all().items() if "windows" not in recipe.unavailable_on}
+    recipes = load_all()
+    expected = {n for n, r in recipes.items() if "windows" not in r.unavailable_on and not r.training_only}
     assert set(windows_deps) == expected
+    # LLVM's profile runtime is built for a pgo build's training only, never as a dependency
+    assert "llvm-profile-runtime" in recipes and "llvm-profile-runtime" not in windows_deps
     assert {"zlib", "openssl", "sqlite", "libffi"} <= expected and "ncurses" not in expected
 
 
@@ -874,3 +877,54 @@ def test_make_windows_builds_cpython_3_13_free_threaded_with_lto_checked_under_w
     assert len(archives) == 3 and all(p.name.startswith("cpython-3.13.") for p in archives), archives
     checked = pyfreight_cli("validate", *archives)
     assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+
+
+def test_make_windows_pgo_trains_under_wine_and_reproduces_from_its_profile(tmp_path):
+    """`make windows-x86_64-pgo` (docs/targets.md): the instrumented interpreter, linking
+    LLVM's profile runtime built from its pinned source, trained by `python -m test --pgo`
+    under Wine, its merged profile compiled in with ThinLTO; check-install passes; the
+    three archives validate; the full archive keeps the profile, names no profile runtime
+    (it was linked into the trained interpreter only), and `reproduce` makes its bytes
+    again from that profile without training."""
+    dist = tmp_path / "dist"
+    proc, tree = _make("pgo", dist=dist)
+    if "check-install: passed before with the same inputs" in proc.stderr:
+        proc = pyfreight_cli("check-install", tree, "--tests", "none")
+    assert re.search(r"^\d+ passed, 0 failed only under Wine, 0 failed$", proc.stdout, re.M), proc.stdout[
+        -3000:
+    ]
+    archives = {p.name.rsplit("-", 1)[-1]: p for p in dist.iterdir()}
+    assert set(archives) == {"full.tar.zst", "install_only.tar.gz", "install_only_stripped.tar.gz"}
+    assert all("-windows-gnullvm-pgo+lto-" in p.name for p in archives.values())
+    for archive in archives.values():
+        checked = pyfreight_cli("validate", archive)
+        assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+    full = archives["full.tar.zst"]
+    document = json.loads(read_member(full, "python/PYTHON.json"))
+    assert document["build_options"] == "pgo+lto"
+    # llvm-profdata's indexed profile: its magic, 0x8169666f72706cff little-endian
+    assert read_member(full, "python/build/pgo.profdata")[:8] == (0x8169666F72706CFF).to_bytes(8, "little")
+    names = member_names(full)
+    assert not [n for n in names if "clang_rt" in n or "llvm-profile-runtime" in n]
+    assert "llvm-profile-runtime" not in read_member(full, "python/licenses/sbom.cdx.json").decode()
+    reproduced = pyfreight_cli("reproduce", full)
+    assert reproduced.returncode == 0, reproduced.stdout[-3000:] + reproduced.stderr[-3000:]
+    assert "identical" in reproduced.stdout, reproduced.stdout[-2000:]
+
+
+def test_bench_measures_windows_builds_side_by_side_under_wine():
+    """`pyfreight bench --target windows-x86_64 --options pgo+lto,lto` (docs/performance.md):
+    pyperf's benchmarks run by each build's python.exe under Wine, one table and JSON."""
+    proc = pyfreight_cli(
+        "bench", "--target", WINDOWS.make_name, "--options", "pgo+lto,lto", "--only", "nbody,json_loads"
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    saved = re.search(r"^saved: (\S+\.json)", proc.stdout, re.M)
+    assert saved is not None, proc.stdout[-2000:]
+    report = json.loads(Path(saved.group(1)).read_text())
+    assert report["target"] == WINDOWS.triple and report["runner"] == "wine"
+    assert report["interpreters"] == ["pgo+lto", "lto"]
+    assert set(report["results"]) == {"nbody", "json_loads"}
+    for row in report["results"].values():
+        assert set(row) == {"pgo+lto", "lto"} and all(0 < t < 60 for t in row.values())
+    assert "lto/pgo+lto" in proc.stdout

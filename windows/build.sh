@@ -4,8 +4,9 @@
 # steps would (the frozen modules), runs it, and lays the tree out in $INSTALL_DIR as
 # Windows users know it: python.exe at the top, Lib/, DLLs/, include/, libs/.
 # Inputs from the driver: PY_TARBALL, PY_TOPDIR, FROZEN_DIR, CPYTHON_CFLAGS (the build
-# option's: -flto=thin for lto), COMPILER_LLVM, REDISTRIBUTED_DLLS, PYTHON_MINOR,
-# PYCONFIG_DIR and DISABLE_GIL (3.13's generated pyconfig.h),
+# option's: -flto=thin for lto, the profile for pgo), CPYTHON_LDFLAGS (the profile
+# runtime, for a pgo build's instrumented interpreter), PGO_PROFILE, COMPILER_LLVM,
+# REDISTRIBUTED_DLLS, PYTHON_MINOR, PYCONFIG_DIR and DISABLE_GIL (3.13's generated pyconfig.h),
 # PIP_LAUNCHER and PIP_INTERPRETER (targets/*.yaml pe.launchers) and the toolchain
 # variables.
 
@@ -85,7 +86,7 @@ done
 mkdir -p ../windows-build
 cd ../windows-build
 make -f "$RECIPE_DIR/windows.mk" -j"$JOBS" BUILD_DATE="$build_date" BUILD_TIME="$build_time" \
-  CFLAGS="$CFLAGS $CPYTHON_CFLAGS -idirafter $header_case"
+  CFLAGS="$CFLAGS $CPYTHON_CFLAGS -idirafter $header_case" LDFLAGS="$LDFLAGS $CPYTHON_LDFLAGS"
 
 # The tree. The interpreter finds its prefix beside python.exe (Lib/os.py), so the
 # tree runs from any folder. Each project's output by its name (a free-threaded build's
@@ -143,3 +144,5 @@ cp -r obj "$OUTPUT_DIR/build/"
 # The Makefile, the table of built-in modules (a packer's own config.c starts from it)
 # and the build's account of which objects are the core and which each module's.
 cp "$RECIPE_DIR/windows.mk" "$RECIPE_DIR/config.c" "$RECIPE_DIR/build-info.json" "$OUTPUT_DIR/build/"
+# A pgo build's merged profile, kept with the build (`reproduce` rebuilds from it).
+if [ -n "$PGO_PROFILE" ]; then cp "$PGO_PROFILE" "$OUTPUT_DIR/pgo.profdata"; fi

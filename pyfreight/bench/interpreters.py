@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight.container.run import Mount, RunSpec, run
+from pyfreight.container.wine import wine_path
 from pyfreight.cpython.build import build_cpython
-from pyfreight.cpython.layout import installed_python_name
+from pyfreight.cpython.layout import installed_python_name, layout_for
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
@@ -24,6 +25,8 @@ class Interpreter:
     label: str  # column heading: "pgo+lto", "noopt", "debian 3.14.8-1", a --against label
     python: str  # the command inside the container
     mount: Mount | None  # the install tree of a build of ours or of --against
+    # a Windows build's python.exe, run by Wine in the target's runtime image
+    under_wine: bool = False
 
 
 def ours(ws: Workspace, specs: list[BuildSpec], jobs: int) -> list[Interpreter]:
@@ -32,8 +35,10 @@ def ours(ws: Workspace, specs: list[BuildSpec], jobs: int) -> list[Interpreter]:
     for index, spec in enumerate(specs):
         build = build_cpython(spec, ws, jobs=jobs)
         mount = f"/opt/ours{index}"
-        python = f"{mount}/bin/{installed_python_name(build.tree)}"
-        found.append(Interpreter(str(spec.options), python, Mount(build.tree, mount)))
+        under_wine = spec.target.runner == "wine"
+        program = layout_for(spec.target).interpreter(build.tree)
+        python = wine_path(mount, program) if under_wine else f"{mount}/{program}"
+        found.append(Interpreter(str(spec.options), python, Mount(build.tree, mount), under_wine))
     return found
 
 

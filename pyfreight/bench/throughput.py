@@ -21,6 +21,7 @@ from pyfreight.bench.interpreters import Interpreter, against, ours, probe
 from pyfreight.bench.suite import BENCHMARKS_IN_WHEEL, ensure_tools, full_suite, load_suite
 from pyfreight.container import images
 from pyfreight.container.run import Mount, RunSpec, run
+from pyfreight.container.wine import CLEAN_WINDOWS_DLLS, RUNNER, WINE, wine_path
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import owned
@@ -60,20 +61,30 @@ def _run_one(
     folder, *extra = spec
     result = out_dir / f"{name}--{column}.json"
     result.unlink(missing_ok=True)
-    script = f"/bench/{BENCHMARKS_IN_WHEEL}/{folder}/run_benchmark.py"
-    command = [interp.python, script, "--inherit-environ", "PYTHONPATH", "-o", f"/out/{result.name}"]
+    # A Windows build's python.exe, under Wine, is given the Windows names of the files.
+    path = wine_path if interp.under_wine else (lambda mounted_at, relative: f"{mounted_at}/{relative}")
+    script = path("/bench", f"{BENCHMARKS_IN_WHEEL}/{folder}/run_benchmark.py")
+    command = [interp.python, script, "--inherit-environ", "PYTHONPATH", "-o", path("/out", result.name)]
     command += (["--fast"] if fast else []) + extra
     mounts = [Mount(site, "/bench"), Mount(out_dir, "/out", read_only=False)]
     if interp.mount:
         mounts.append(interp.mount)
+    pythonpath = wine_path("/bench", "").rstrip("\\") if interp.under_wine else "/bench"
+    env = {"PYTHONPATH": pythonpath, "HOME": "/tmp"}
+    user = f"{os.getuid()}:{os.getgid()}"
+    if interp.under_wine:
+        # As the Wine prefix's owner, in its home; Wine's own VC runtime off (wine.py).
+        command = [WINE, *command]
+        env = {"PYTHONPATH": pythonpath, "LC_ALL": "C.UTF-8", "WINEDLLOVERRIDES": CLEAN_WINDOWS_DLLS}
+        user = RUNNER
     run_spec = RunSpec(
         image=image,
         command=command,
         what=f"benchmark {name} on {interp.label}",
         output=log,
         mounts=mounts,
-        env={"PYTHONPATH": "/bench", "HOME": "/tmp"},
-        user=f"{os.getuid()}:{os.getgid()}",
+        env=env,
+        user=user,
         name_hint="bench",
     )
     run(run_spec)
@@ -111,6 +122,8 @@ def render_table(report: dict) -> str:
         line += "".join(f"{report[key][lab]:>{len(lab) + len(base) + 3}.2f}x" for lab in others)
         lines.append(line)
     lines.append(f"(ratios: time of that interpreter / time of {base}; above 1 means {base} is faster)")
+    if not report["probe"]:
+        return "\n".join(lines)
     lines.append("")
     title = f"start-up, median of {STARTUP_PROBE_RUNS} runs"
     lines.append(f"{title:40}{'peak RSS':>12}{'minor faults':>14}{'PIE':>6}")
@@ -196,6 +209,8 @@ def run_bench(
 ) -> Path:
     # What the user named is checked before anything is fetched or built.
     given = [against(tree, i) for i, tree in enumerate(against_trees)]
+    if given and specs and specs[0].target.runner == "wine":
+        raise PyfreightError("--against gives Linux trees; a Windows build is measured beside ours only")
     if not specs or len({(s.version, s.target.triple) for s in specs}) != 1:
         raise PyfreightError("bench compares builds of one CPython version for one target")
     suite = load_suite()
@@ -214,8 +229,12 @@ def run_bench(
     chosen = {n: benchmarks[n] for n in (only or benchmarks)}
     minor, target = specs[0].minor, specs[0].target
     interpreters = ours(ws, specs, jobs) + given
-    debian = images.ensure_debian_python_image(ws, minor)
-    if debian:
+    under_wine = target.runner == "wine"
+    debian = None if under_wine else images.ensure_debian_python_image(ws, minor)
+    if under_wine:
+        image = images.ensure_runtime_image(ws, target)
+        say(f"bench: {target.triple} runs under Wine in its runtime image: ours only, no start-up probe")
+    elif debian:
         image, version = debian
         interpreters.append(Interpreter(f"debian {version}", f"/usr/bin/python{minor}", None))
     else:
@@ -227,12 +246,17 @@ def run_bench(
             f"two columns share a name ({', '.join(labels)}); name --against trees as LABEL=PATH"
         )
 
-    out_dir = ws.build / "bench" / f"cpython-{minor}"
+    # The default target's results keep their short names; another target's say which.
+    stem = f"{minor}" if target.is_default else f"{minor}-{target.triple}"
+    out_dir = ws.build / "bench" / f"cpython-{stem}"
     out_dir.mkdir(parents=True, exist_ok=True)
-    log = ws.logs / f"bench-{minor}.log"
+    out_dir.chmod(0o777)  # written by the container's user (Wine's is the prefix's owner)
+    log = ws.logs / f"bench-{stem}.log"
     log.write_text("")
-    say(f"bench: describing {len(interpreters)} interpreters, start-up memory over {STARTUP_PROBE_RUNS} runs")
-    probed = probe(image, interpreters, STARTUP_PROBE_RUNS, log)
+    probed = {}
+    if not under_wine:  # the probe reads Linux's process accounting (wait4, VmHWM)
+        say(f"bench: describing {len(interpreters)} interpreters, start-up memory, {STARTUP_PROBE_RUNS} runs")
+        probed = probe(image, interpreters, STARTUP_PROBE_RUNS, log)
     results: dict[str, dict[str, float]] = {}
     started = time.monotonic()
     for i, (name, spec) in enumerate(chosen.items(), 1):
@@ -255,6 +279,8 @@ def run_bench(
     startup = set(suite["startup"])
     report = {
         "python": specs[0].version,
+        "target": target.triple,
+        "runner": target.runner,
         "suite": suite_name,
         "pyfreight": _commit(),
         "interpreters": labels,
@@ -267,7 +293,7 @@ def run_bench(
         "seconds": round(time.monotonic() - started),
     }
     report["targets"] = _targets(report)
-    json_path = ws.build / "bench" / f"bench-{minor}.json"
+    json_path = ws.build / "bench" / f"bench-{stem}.json"
     tmp = json_path.with_name(f"{owned(f'.{json_path.name}')}part")
     tmp.write_text(json.dumps(report, indent=2) + "\n")
     tmp.replace(json_path)

@@ -3,17 +3,18 @@ into an install tree that is then made relocatable (pyfreight.relocate)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyfreight import toolchain
 from pyfreight.container import images
 from pyfreight.container.build_job import BuildJob, job_key, run_build_job
-from pyfreight.cpython import recompile, relocate, windows_projects
+from pyfreight.cpython import recompile, relocate, windows_projects, windows_training
 from pyfreight.cpython.options import INSTALL_PREFIX, OUTPUT_DIR, BuildOptions, compiler_env, configure_args
 from pyfreight.cpython.profiles import BOLT_PROFILE_NAME, PGO_PROFILE_NAME, SavedProfiles
 from pyfreight.cpython.progress import CPythonPhases
@@ -30,6 +31,7 @@ from pyfreight.deps.scheduler import build_deps
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import newest_mtime, read_member, walk_sorted, write_tar
 from pyfreight.hashing import file_sha256
+from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import REPO_ROOT, Workspace
 from pyfreight.records import exclusive, record_matches, write_record
@@ -83,7 +85,10 @@ def build_cpython(
         deps = build_deps(None, target, ws, parallel=2, jobs=jobs)  # every recipe the target has
         image = images.ensure_images(ws, target)
         files, env = windows_projects.job_inputs(src, options, target, tarball, ws.scratch, ws.downloads)
-        job = _job(src, files | patches_for(src, options, target), env, deps.artifacts)
+        # A pgo build from saved profiles has its profile among its inputs; one that
+        # trains gets it once trained (below), and is up to date while its other inputs are.
+        saved: dict[str, Path | bytes] = {PGO_PROFILE_NAME: profiles.pgo} if profiles is not None else {}
+        job = _job(src, files | patches_for(src, options, target) | saved, env, deps.artifacts)
     else:
         origin = f"{src.top_dir}/Modules/Setup.stdlib.in"
         modules = parse_setup(read_member(tarball, origin).decode())
@@ -131,7 +136,21 @@ def build_cpython(
         training = "from the saved profiles " if profiles else ("with PGO training " if options.pgo else "")
         say(f"cpython {src.version} {options}: building {training}(log: {log})")
         started = time.monotonic()
-        with run_build_job(job, image, target, jobs, epoch, ws, log, progress=CPythonPhases()) as finished:
+        # The profile a Windows pgo build's training merged: an input of its build job,
+        # then kept from that job's outputs like every pgo build's.
+        trained = ws.scratch / f"{owned(stem)}{PGO_PROFILE_NAME}"
+        with contextlib.ExitStack() as cleanup:
+            cleanup.callback(trained.unlink, missing_ok=True)
+            if target.cpython_build == "visual-studio-projects" and options.pgo and profiles is None:
+                artifacts = deps.artifacts
+                instrumented = _windows_instrumented_job(src, options, target, tarball, ws, jobs, artifacts)
+                training_log = ws.logs / f"{stem}.training.log"
+                say(f"cpython {src.version} {options}: instrumented build and training (log: {training_log})")
+                windows_training.train(instrumented, image, target, jobs, epoch, ws, training_log, trained)
+                job = replace(job, files={**job.files, PGO_PROFILE_NAME: trained})
+            finished = cleanup.enter_context(
+                run_build_job(job, image, target, jobs, epoch, ws, log, progress=CPythonPhases())
+            )
             install, outputs_dir = finished.output(INSTALL_PREFIX), finished.output(OUTPUT_DIR)
             for kept_as, name in ((build.profile, PGO_PROFILE_NAME), (build.bolt_profile, BOLT_PROFILE_NAME)):
                 if kept_as is not None:
@@ -155,6 +174,25 @@ def build_cpython(
         write_record(record, recorded)
         say(f"cpython {src.version} {options}: built in {time.monotonic() - started:.0f} s")
         return build
+
+
+def _windows_instrumented_job(
+    src: CPythonSource,
+    options: BuildOptions,
+    target: Target,
+    tarball: Path,
+    ws: Workspace,
+    jobs: int,
+    artifacts: Mapping[str, Artifact],
+) -> BuildJob:
+    """The build job of the interpreter a Windows pgo build trains: the same projects
+    and patches, instrumented, linking LLVM's profile runtime (built for it alone)."""
+    runtime = windows_projects.PROFILE_RUNTIME_RECIPE
+    built = build_deps([runtime], target, ws, jobs=jobs).artifacts
+    files, env = windows_projects.job_inputs(
+        src, options, target, tarball, ws.scratch, ws.downloads, instrumented=True
+    )
+    return _job(src, files | patches_for(src, options, target), env, {**artifacts, runtime: built[runtime]})
 
 
 def _replace(dest: Path, new: Path) -> None:

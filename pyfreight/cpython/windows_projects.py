@@ -26,6 +26,7 @@ from typing import Any
 from pyfreight import toolchain
 from pyfreight.cpython.buildinfo import BUILD_INFO_FILE, inittab
 from pyfreight.cpython.options import INSTALL_PREFIX, OUTPUT_DIR, BuildOptions
+from pyfreight.cpython.profiles import PGO_PROFILE_NAME
 from pyfreight.cpython.redistributable import vendor_files
 from pyfreight.cpython.setup_local import load_extension_data
 from pyfreight.cpython.versions import CPythonSource
@@ -39,6 +40,12 @@ from pyfreight.sources.recipes import load_all
 from pyfreight.targets import Target
 
 PROJECT_FILES = (".props", ".vcxproj", ".proj")
+# A pgo build's merged profile where its build job finds it (cpython/build.py hands it
+# in beside build.sh), and the profile runtime the instrumented interpreter of its
+# training links (recipes/llvm-profile-runtime, built only for that).
+PROFILE_INSIDE = f"{toolchain.RECIPE_DIR}/{PGO_PROFILE_NAME}"
+PROFILE_RUNTIME_RECIPE = "llvm-profile-runtime"
+PROFILE_RUNTIME = f"{toolchain.PREFIX}/lib/libclang_rt.profile.a"
 
 WINDOWS_DIR = REPO_ROOT / "windows"
 PROJECTS_FILE = WINDOWS_DIR / "projects.yaml"
@@ -441,12 +448,20 @@ def _rules(units: list[Compile]) -> list[str]:
 
 
 def job_inputs(
-    src: CPythonSource, options: BuildOptions, target: Target, tarball: Path, scratch: Path, downloads: Path
+    src: CPythonSource,
+    options: BuildOptions,
+    target: Target,
+    tarball: Path,
+    scratch: Path,
+    downloads: Path,
+    instrumented: bool = False,
 ) -> tuple[dict[str, Path | bytes], dict[str, str]]:
     """The files and environment of CPython's Windows build job: windows/build.sh, the
     Makefile written from the pinned source's projects, install-pip.py, and the vendor's
-    DLLs the tree ships (cpython/build.py adds our patches, the source and the dependency artifacts)."""
-    code_flags = optimization_flags(options, target)
+    DLLs the tree ships (cpython/build.py adds our patches, the source, the dependency
+    artifacts and a pgo build's profile). `instrumented`: the interpreter a pgo build
+    trains, which links LLVM's profile runtime (the llvm-profile-runtime recipe)."""
+    code_flags = optimization_flags(options, target, instrumented)
     inner_source = f"{toolchain.WORK_DIR}/{src.top_dir}"
     scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=scratch, prefix=owned("pcbuild")) as tmp:
@@ -478,6 +493,9 @@ def job_inputs(
         "DISABLE_GIL": "true" if options.freethreaded else "false",
         "OUTPUT_DIR": OUTPUT_DIR,
         "CPYTHON_CFLAGS": code_flags,
+        "CPYTHON_LDFLAGS": PROFILE_RUNTIME if instrumented else "",
+        # a pgo build's merged profile, handed in beside build.sh (cpython/build.py)
+        "PGO_PROFILE": PROFILE_INSIDE if options.pgo and not instrumented else "",
         "COMPILER_LLVM": target.zig_llvm or "",
         "REDISTRIBUTED_DLLS": " ".join(sorted(target.pe_redistributed)),  # beside build.sh
         "PYTHON_MINOR": src.minor,
@@ -489,15 +507,20 @@ def job_inputs(
     return files, env
 
 
-def optimization_flags(options: BuildOptions, target: Target) -> str:
+def optimization_flags(options: BuildOptions, target: Target, instrumented: bool = False) -> str:
     """The compiler flags of CPython's own code for `options` (its dependencies keep the
     toolchain's): lto compiles every object to LLVM bitcode, which lld optimizes as a
     whole when it links python3XX.dll and the programs, ThinLTO unless +fulllto. The
-    projects' Release configuration asks MSVC for the same (WholeProgramOptimization)."""
-    if options.pgo or options.base == "debug":
-        # spec.check_target_has refuses these with the target's reasons; a target file
-        # that stops refusing one must not get a build that silently lacks it.
+    projects' Release configuration asks MSVC for the same (WholeProgramOptimization).
+    pgo compiles with the merged profile of the training; the `instrumented` interpreter
+    that training runs counts in every function, with no LTO: it is run, never shipped."""
+    if options.base == "debug":
+        # spec.check_target_has refuses it with the target's reasons; a target file that
+        # stops refusing it must not get a build that silently lacks it.
         raise PyfreightError(f"the Windows build does not make {options} builds ({target.triple})")
-    if not options.lto:
-        return ""
-    return "-flto=full" if options.codegen.full_lto else "-flto=thin"
+    if instrumented:
+        return "-fprofile-instr-generate"
+    flags = [f"-fprofile-instr-use={PROFILE_INSIDE}"] if options.pgo else []
+    if options.lto:
+        flags.append("-flto=full" if options.codegen.full_lto else "-flto=thin")
+    return " ".join(flags)

@@ -48,7 +48,10 @@ def build_deps(
     recipes = recipes if recipes is not None else load_all()
     check_graph(recipes)
     recipes = for_os(recipes, target.os, names)
-    order = build_order(recipes, names if names is not None else recipes)
+    # A target's dependencies are every recipe built for it but a training runtime,
+    # which is built only when a pgo build's training names it.
+    wanted = names if names is not None else [n for n, r in recipes.items() if not r.training_only]
+    order = build_order(recipes, wanted)
     fetch_all((recipes[n] for n in order), ws, offline)
     image = images.ensure_images(ws, target)
 

@@ -49,6 +49,8 @@ class Recipe:
     unavailable_on: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # operating system -> what its builds need beyond `depends`
     os_depends: MappingProxyType[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    # built only when named (a pgo build's training runtime), never as a target's dependency
+    training_only: bool = False
 
     def depends_on(self, os_name: str) -> tuple[str, ...]:
         """What a build for `os_name` needs: `depends` and that system's own."""
@@ -97,6 +99,7 @@ def load_recipe(directory: Path) -> Recipe:
         purl=data.get("purl"),
         unavailable_on=MappingProxyType(dict(data.get("unavailable_on", {}))),
         os_depends=MappingProxyType({k: tuple(v) for k, v in data.get("os_depends", {}).items()}),
+        training_only=data.get("training_only", False),
     )
 
 
