@@ -80,6 +80,7 @@ def test_naming_an_unavailable_recipe_is_one_line_with_the_reason():
         ("lto+pie", "pie"),
         ("noopt+ssp", "ssp"),
         ("lto+nocet", "nocet"),
+        ("lto+fulllto", "fulllto"),
     ],
 )
 def test_a_build_the_target_cannot_have_is_refused_with_the_datas_reason(options, refusal):
@@ -91,14 +92,15 @@ def test_a_build_the_target_cannot_have_is_refused_with_the_datas_reason(options
 
 
 def test_lto_compiles_cpython_to_the_pinned_zigs_bitcode_and_says_which_llvm():
-    """lto and lto+fulllto are built: CPython's own objects get -flto (its dependencies do
+    """lto is built: CPython's own objects get -flto (its dependencies do
     not), and PYTHON.json names the bitcode by the LLVM of the target's zig."""
     from pyfreight.cpython.options import BuildOptions
     from pyfreight.cpython.windows_projects import optimization_flags
 
     assert optimization_flags(BuildOptions.parse("noopt"), WINDOWS) == ""
-    assert optimization_flags(BuildOptions.parse("lto"), WINDOWS) == "-flto=thin"
-    assert optimization_flags(BuildOptions.parse("lto+fulllto"), WINDOWS) == "-flto=full"
+    # full LTO: ThinLTO through zig's linker did not link the same bytes twice
+    assert optimization_flags(BuildOptions.parse("lto"), WINDOWS) == "-flto=full"
+    assert "fulllto" in WINDOWS.unavailable_options
     assert "lto" not in WINDOWS.unavailable_options and WINDOWS.zig_llvm == "22"
     assert "-flto" not in build_environment(WINDOWS, jobs=1, source_date_epoch=0)["CFLAGS"]
 
@@ -203,7 +205,7 @@ def test_windows_pgo_compiles_with_the_profile_handed_in_and_trains_an_instrumen
     profile runtime, a recipe built for nothing else."""
     pgo_lto, pgo = BuildOptions.parse("pgo+lto"), BuildOptions.parse("pgo")
     use = "-fprofile-instr-use=/inputs/recipe/pgo.profdata"
-    assert optimization_flags(pgo_lto, WINDOWS).split() == [use, "-flto=thin"]
+    assert optimization_flags(pgo_lto, WINDOWS).split() == [use, "-flto=full"]
     assert optimization_flags(pgo, WINDOWS) == use
     assert optimization_flags(pgo_lto, WINDOWS, instrumented=True) == "-fprofile-instr-generate"
     runtime = load_all()["llvm-profile-runtime"]

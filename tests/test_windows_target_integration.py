@@ -882,7 +882,7 @@ def test_make_windows_builds_cpython_3_13_free_threaded_with_lto_checked_under_w
 def test_make_windows_pgo_trains_under_wine_and_reproduces_from_its_profile(tmp_path):
     """`make windows-x86_64-pgo` (docs/targets.md): the instrumented interpreter, linking
     LLVM's profile runtime built from its pinned source, trained by `python -m test --pgo`
-    under Wine, its merged profile compiled in with ThinLTO; check-install passes; the
+    under Wine, its merged profile compiled in with full LTO; check-install passes; the
     three archives validate; the full archive keeps the profile, names no profile runtime
     (it was linked into the trained interpreter only), and `reproduce` makes its bytes
     again from that profile without training."""

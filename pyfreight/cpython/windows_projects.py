@@ -510,8 +510,11 @@ def job_inputs(
 def optimization_flags(options: BuildOptions, target: Target, instrumented: bool = False) -> str:
     """The compiler flags of CPython's own code for `options` (its dependencies keep the
     toolchain's): lto compiles every object to LLVM bitcode, which lld optimizes as a
-    whole when it links python3XX.dll and the programs, ThinLTO unless +fulllto. The
-    projects' Release configuration asks MSVC for the same (WholeProgramOptimization).
+    whole when it links python3XX.dll and the programs. Full LTO: linked through zig,
+    ThinLTO's parallel backends laid python314.dll's functions out in another order at
+    each link of the same objects, and zig passes no flag that pins lld's threads; full
+    LTO linked the same bytes each time (the target file refuses the fulllto modifier).
+    The projects' Release configuration asks MSVC for the same (WholeProgramOptimization).
     pgo compiles with the merged profile of the training; the `instrumented` interpreter
     that training runs counts in every function, with no LTO: it is run, never shipped."""
     if options.base == "debug":
@@ -522,5 +525,5 @@ def optimization_flags(options: BuildOptions, target: Target, instrumented: bool
         return "-fprofile-instr-generate"
     flags = [f"-fprofile-instr-use={PROFILE_INSIDE}"] if options.pgo else []
     if options.lto:
-        flags.append("-flto=full" if options.codegen.full_lto else "-flto=thin")
+        flags.append("-flto=full")
     return " ".join(flags)
