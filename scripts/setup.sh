@@ -51,6 +51,8 @@ if ! { command -v "clang-$llvm" && command -v "ld.lld-$llvm" && command -v "llvm
   apt_install "clang-$llvm" "lld-$llvm" "llvm-$llvm"
 fi
 command -v strace >/dev/null 2>&1 || apt_install strace
+# GNU patch applies zig-patches/ to the pinned zig when it is unpacked here.
+command -v patch >/dev/null 2>&1 || apt_install patch
 # Compilers that link for the cross-compiled targets (targets/*.yaml `cross_cc`), for
 # `pyfreight embed` of their archives.
 for entry in $(.venv/bin/python -c 'import pyfreight.targets as t; print(*t.cross_compilers())'); do

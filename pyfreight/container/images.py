@@ -61,7 +61,11 @@ def sysroot_digest(target: Target) -> str:
     if target.zig is not None:  # the wheel, and the compile that fills its cache in the image
         driver = zig_sysroot.DRIVER.read_text()
         overlay = zig_sysroot.overlay_digest_parts(target.sysroot)
-        return _digest("sysroot", dict(target.sysroot), toolchain.zig_warm_command(target), driver, overlay)
+        patches = zig_sysroot.patches_digest(target.sysroot)
+        zig = ("sysroot", dict(target.sysroot), toolchain.zig_warm_command(target), driver, overlay)
+        # Patches join the digest only when there are some: an unpatched target's
+        # sysroot (macOS's) keeps its digest, and its image.
+        return _digest(*zig, patches) if patches else _digest(*zig)
     floor = (target.libc_ceiling, glibc_floor.FORMAT) if target.libc == "glibc" else None
     parts: list[object] = ["sysroot", target.debian_architecture, dict(target.sysroot), floor]
     libc = libc_sysroot.libc_digest(target)
@@ -204,7 +208,8 @@ def _ensure_sysroot(target: Target, ws: Workspace, mirrors: DebianMirrors) -> Pa
     if out.exists():
         return out
     if target.zig is not None:
-        zig_sysroot.write_sysroot(target.zig, ws, out, zig_sysroot.overlay_folder(target.sysroot))
+        overlay = zig_sysroot.overlay_folder(target.sysroot)
+        zig_sysroot.write_sysroot(target.zig, ws, out, overlay, zig_sysroot.patch_files(target.sysroot))
         return out
     sysroot = target.sysroot
     what = f"sysroot {sysroot['suite']} {target.debian_architecture}"

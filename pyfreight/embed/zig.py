@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyfreight.container.zig_sysroot import overlay_folder, unpack_zig
+from pyfreight.container.zig_sysroot import overlay_folder, patch_files, patches_digest, unpack_zig
 from pyfreight.cpython.windows_projects import load_settings
 from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import owned
@@ -37,13 +37,16 @@ def pinned_zig(target: Target, ws: Workspace) -> PinnedCompiler:
     if target.zig is None:
         raise PyfreightError(f"{target.triple} has no pinned zig (targets/{target.triple}.yaml sysroot.zig)")
     tools = ws.build / "tools"
-    home = tools / f"zig-{target.zig.sha256[:16]}"
+    # Named by the wheel and the patches to its sources, so that a zig unpacked before a
+    # patch was added is not taken for the patched one.
+    patched = patches_digest(target.sysroot)
+    home = tools / f"zig-{target.zig.sha256[:16]}{'-' + patched[:8] if patched else ''}"
     if not (home / "zig").is_file():
         wheel = fetch_source(target.zig, ws.downloads, log=say)
         tools.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=tools, prefix=owned("zig")) as tmp:
             say(f"embed: unpacking {target.zig.file} into {home}")
-            unpack_zig(wheel, Path(tmp) / "zig")
+            unpack_zig(wheel, Path(tmp) / "zig", patch_files(target.sysroot))
             shutil.rmtree(home, ignore_errors=True)
             os.replace(Path(tmp) / "zig", home)
     cache = str(tools / "zig-cache")

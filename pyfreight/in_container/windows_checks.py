@@ -375,6 +375,22 @@ def _venv() -> str:
         return f"{version.stdout.split(' from ')[0]}; pfcheck.exe ran {where.relative_to(env)}"
 
 
+@check("math.log2 and math.log10 of subnormal numbers (zig's compiler runtime supplies them)")
+def _subnormal_logs() -> str:
+    import math
+
+    # Exact: log2 of a power of two. Subnormal doubles are 2**-1023 down to 2**-1074.
+    for n in range(1023, 1075):
+        if math.log2(2.0**-n) != -n:
+            raise AssertionError(f"math.log2(2.0**-{n}) = {math.log2(2.0**-n)!r}, not {-n}.0")
+    # Correctly rounded answers (CPython's Lib/test/mathdata/math_testcases.txt, log20410).
+    if math.log2(1e-308) != -1023.1538532253076:
+        raise AssertionError(f"math.log2(1e-308) = {math.log2(1e-308)!r}, not -1023.1538532253076")
+    if not math.isclose(math.log10(1e-310), -310.0, rel_tol=1e-15):
+        raise AssertionError(f"math.log10(1e-310) = {math.log10(1e-310)!r}, not -310.0")
+    return "2.0**-1023 ... 2.0**-1074, 1e-308, 1e-310"
+
+
 @check("an MSVC-built wheel from PyPI loads (the Visual C++ runtime beside python.exe)")
 def _msvc_wheel() -> str:
     # Wine's own copies of the runtime are off in every run (container/wine.py), so the

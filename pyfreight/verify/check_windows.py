@@ -136,6 +136,12 @@ def write_wine_site(folder: Path, sitecustomize: Path, beside: tuple[Path, ...] 
     return site
 
 
+# Seconds a test file may run under Wine before it counts as hung. A case that waits
+# for what Wine never delivers (an ICMP error, a console event) otherwise holds one
+# of the two workers for regrtest's 15 minutes, and again when it reruns.
+WINE_TEST_TIMEOUT = 300
+
+
 def _run_test_suite(folder: Path, tree: Path, ws: Workspace, tests: str, target: Target) -> bool:
     """CPython's tests (`subset` or `full`) by the tree's python.exe under Wine, through
     in_container/regrtest_wine.py, skipping the cases cpython/test-suite.yaml lists."""
@@ -153,6 +159,7 @@ def _run_test_suite(folder: Path, tree: Path, ws: Workspace, tests: str, target:
         # Wine's timing under load is less even than Linux's: a file failing once
         # (test_subprocess did, in one run of five) runs again, and its output shows why.
         rerun=True,
+        timeout=WINE_TEST_TIMEOUT,
     )
     say(f"running CPython tests ({tests}) under Wine")
     program, *arguments = command

@@ -38,12 +38,14 @@ def test_suite_command(
     launcher: Sequence[str] = ("-m", "test"),
     workers: int = 2,
     rerun: bool = False,
+    timeout: int = 900,
 ) -> list[str]:
     """CPython's regression tests run by `python` (as the container names it) through
     `launcher` (`-m test`, or a script running regrtest), with `workers` processes (0:
     in this one), for the subset (or the full suite). With `rerun`, a test file that
     fails runs again, verbosely, and passes if it passes then (its first failure is
-    still reported). Skipped: the cases cpython/test-suite.yaml lists with reasons, for
+    still reported). A test file running longer than `timeout` seconds fails, with the
+    stacks of its threads. Skipped: the cases cpython/test-suite.yaml lists with reasons, for
     every run; for an interpreter run through an emulator or Wine (the target's
     `runner`), the cases that fail only there; for the target's C library, the cases
     that library fails; for its operating system, what our build for it lacks; for a
@@ -52,7 +54,7 @@ def test_suite_command(
     left out."""
     data = load_test_suite()
     present = [t for t in sorted(data["subset"]) if has_test is None or has_test(t)]
-    args = [python, *launcher, *(["-j", str(workers)] if workers else []), "--timeout", "900"]
+    args = [python, *launcher, *(["-j", str(workers)] if workers else []), "--timeout", str(timeout)]
     args += ["--rerun"] if rerun else []
     ignored = data["ignore"] | data.get(RUNNER_IGNORES.get(runner, ""), {})
     ignored |= data.get("ignore_libc", {}).get(libc, {})
