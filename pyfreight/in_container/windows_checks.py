@@ -391,6 +391,21 @@ def _subnormal_logs() -> str:
     return "2.0**-1023 ... 2.0**-1074, 1e-308, 1e-310"
 
 
+@check("time.strftime refuses what the UCRT cannot format, with ValueError as MSVC builds do")
+def _strftime_limits() -> str:
+    import time
+
+    refused = []
+    for year, fmt in ((10000, "%Y"), (0, "%Y"), (2000, "%Q")):
+        try:
+            answer = time.strftime(fmt, (year, 1, 1, 0, 0, 0, 0, 1, 0))
+        except ValueError as exc:
+            refused.append(f"{fmt} of {year}: {exc}")
+        else:
+            raise AssertionError(f"time.strftime({fmt!r}) of year {year} gave {answer!r}, not ValueError")
+    return "; ".join(refused)
+
+
 @check("an MSVC-built wheel from PyPI loads (the Visual C++ runtime beside python.exe)")
 def _msvc_wheel() -> str:
     # Wine's own copies of the runtime are off in every run (container/wine.py), so the
