@@ -185,6 +185,21 @@ def test_cases_our_build_for_an_os_lacks_are_skipped_for_its_targets_only():
         assert pattern in windows and pattern not in linux
 
 
+def test_files_an_os_cannot_import_are_left_out_of_its_full_runs_only():
+    """regrtest's -x takes the files of exclude_os, for the full suite; -i could not skip
+    them (their import fails before any case is matched)."""
+    from pyfreight.verify.test_suite import load_test_suite, test_suite_command
+
+    files = sorted(load_test_suite()["exclude_os"]["windows"])
+    assert "test_capi" in files
+    windows = test_suite_command("python.exe", "full", libc="ucrt", os_name="windows")
+    linux = test_suite_command("python3", "full")
+    assert windows[windows.index("-x") :] == ["-x", *files]
+    assert "-x" not in linux and not set(files) & set(linux)
+    subset = test_suite_command("python.exe", "subset", os_name="windows")
+    assert "-x" not in subset and not set(files) & set(subset)
+
+
 def test_cases_a_static_program_fails_are_skipped_for_static_interpreters_only():
     from pyfreight.verify.test_suite import load_test_suite, test_suite_command
 

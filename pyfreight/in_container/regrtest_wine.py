@@ -12,15 +12,26 @@ machine can give too:
   CreateSymbolicLinkW reports success and makes nothing, so the removal failed and
   test_os could not even be imported. It answers False, as for a Windows account
   without the symbolic-link privilege: the tests needing links are skipped.
+- A worker that runs past its timeout is killed, and regrtest then removes the worker's
+  temporary folder. Under Wine the processes that worker started (a process pool's)
+  live on and hold that folder, and the sharing violation stopped the whole run
+  ("WORKER BUG"). The folder is left instead, with a line saying so: the timed-out test
+  file still fails, and the run goes on, as it does when a killed worker's folder can
+  be removed.
+
+A worker regrtest starts itself runs as `-m test.libregrtest.worker`, and runpy has
+then imported importlib.util, which test_build_details uses having imported only
+importlib; a worker started through this script imports it too.
 
 With -j, regrtest's worker processes start through this script too (`--worker JSON`),
 so the adaptations hold where the tests run."""
 
+import importlib.util  # noqa: F401  (below)
 import os
 import sys
 from typing import TYPE_CHECKING
 
-from test.libregrtest import logger, main, runtests, worker
+from test.libregrtest import logger, main, run_workers, runtests, worker
 from test.support import os_helper
 
 if TYPE_CHECKING:  # the same file, as the package names it
@@ -35,6 +46,21 @@ def adapt_to_wine() -> None:
     adapt_process_to_wine()
     logger.Logger.start_load_tracker = lambda self: None
     os_helper._can_symlink = False  # the answer can_symlink() caches and returns
+
+
+class _OsHelperLeavingHeldFolders:
+    """test.support.os_helper for regrtest's main process, whose rmtree leaves a folder
+    that a killed worker's children still hold."""
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(os_helper, name)
+
+    @staticmethod
+    def rmtree(path: str) -> None:
+        try:
+            os_helper.rmtree(path)
+        except PermissionError as exc:
+            print(f"regrtest_wine: left {path}: {exc}", file=sys.stderr, flush=True)
 
 
 def start_workers_through_this_script() -> None:
@@ -53,4 +79,5 @@ if __name__ == "__main__":
         worker.main()
     else:
         start_workers_through_this_script()
+        run_workers.os_helper = _OsHelperLeavingHeldFolders()
         main.main()

@@ -136,10 +136,12 @@ def write_wine_site(folder: Path, sitecustomize: Path, beside: tuple[Path, ...] 
     return site
 
 
-# Seconds a test file may run under Wine before it counts as hung. A case that waits
-# for what Wine never delivers (an ICMP error, a console event) otherwise holds one
-# of the two workers for regrtest's 15 minutes, and again when it reruns.
-WINE_TEST_TIMEOUT = 300
+# Seconds a test file may run under Wine before it counts as hung (regrtest's own is
+# 15 minutes). The slowest files that pass under Wine (test_multiprocessing_spawn's)
+# take about 5 minutes on two loaded cores; a case that waits for what Wine never
+# delivers (an ICMP error, a console event) then holds a worker 10, not 15 and again
+# 15 when it reruns.
+WINE_TEST_TIMEOUT = 600
 
 
 def _run_test_suite(folder: Path, tree: Path, ws: Workspace, tests: str, target: Target) -> bool:

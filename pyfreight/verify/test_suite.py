@@ -48,12 +48,14 @@ def test_suite_command(
     stacks of its threads. Skipped: the cases cpython/test-suite.yaml lists with reasons, for
     every run; for an interpreter run through an emulator or Wine (the target's
     `runner`), the cases that fail only there; for the target's C library, the cases
-    that library fails; for its operating system, what our build for it lacks; for a
-    fully static interpreter, the cases a static program fails.
+    that library fails; for its operating system, what our build for it lacks (cases,
+    and whole files that cannot be imported without it); for a fully static
+    interpreter, the cases a static program fails.
     Subset tests `has_test` says this CPython does not have (test_zstd before 3.14) are
     left out."""
     data = load_test_suite()
-    present = [t for t in sorted(data["subset"]) if has_test is None or has_test(t)]
+    excluded = sorted(data.get("exclude_os", {}).get(os_name, {}))
+    present = [t for t in sorted(data["subset"]) if (has_test is None or has_test(t)) and t not in excluded]
     args = [python, *launcher, *(["-j", str(workers)] if workers else []), "--timeout", str(timeout)]
     args += ["--rerun"] if rerun else []
     ignored = data["ignore"] | data.get(RUNNER_IGNORES.get(runner, ""), {})
@@ -64,4 +66,7 @@ def test_suite_command(
         args += ["-i", pattern]
     if which == "subset" and not present:
         raise PyfreightError("none of the subset's tests is in this CPython")
-    return args + (present if which == "subset" else [])
+    if which == "subset":
+        return args + present
+    # -x: the test files named after it are the ones not run
+    return args + (["-x", *excluded] if excluded else [])
