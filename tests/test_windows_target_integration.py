@@ -716,21 +716,6 @@ def test_build_checks_the_install_under_wine(windows_tree):
     assert re.search(r"^\d+ passed, 0 failed only under Wine, 0 failed$", out, re.M), out[-3000:]
 
 
-def test_cpythons_whole_test_suite_passes_under_wine_but_for_the_cases_named_with_reasons(windows_tree):
-    """`check-install --tests full`: every test file of CPython's suite runs under Wine
-    (two workers, 300 s each at most) and passes, but for the cases
-    cpython/test-suite.yaml lists as Wine's (or as what Windows cannot pass), each with
-    why: no failure is left unexplained."""
-    proc = pyfreight_cli("check-install", windows_tree, "--tests", "full", timeout=5 * 3600)
-    out = proc.stdout
-    assert proc.returncode == 0, out[-5000:] + proc.stderr[-3000:]
-    assert "running CPython tests (full) under Wine" in proc.stderr
-    assert re.search(r"^Result: (FAILURE then )?SUCCESS$", out, re.M), out[-3000:]
-    ran = re.search(r"^Total test files: run=(\d+)/(\d+)", out, re.M)
-    assert ran and ran.group(1) == ran.group(2) and int(ran.group(2)) > 400, out[-3000:]
-    assert "test.test_math passed" in out and "test.test_time passed" in out, out[-3000:]
-
-
 def test_check_install_fails_a_tree_missing_python3_dll(windows_tree, tmp_path):
     broken = tmp_path / "broken"
     shutil.copytree(windows_tree, broken, symlinks=True)
