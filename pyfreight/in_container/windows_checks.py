@@ -406,6 +406,32 @@ def _strftime_limits() -> str:
     return "; ".join(refused)
 
 
+@check("python3XX.dll holds _PyRuntime in the PyRuntime section out-of-process debuggers read")
+def _pyruntime_section() -> str:
+    import struct
+
+    suffix = "t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""
+    dll = Path(sys.base_prefix) / f"python{sys.version_info[0]}{sys.version_info[1]}{suffix}.dll"
+    image = dll.read_bytes()
+    header = struct.unpack_from("<I", image, 0x3C)[0]
+    count, optional = (
+        struct.unpack_from("<H", image, header + 6)[0],
+        struct.unpack_from("<H", image, header + 20)[0],
+    )
+    table = header + 24 + optional
+    for offset in range(table, table + 40 * count, 40):
+        # Eight bytes of name, as MSVC's linker and lld truncate it and debuggers compare it.
+        if image[offset : offset + 8] == b"PyRuntim":
+            raw = struct.unpack_from("<I", image, offset + 20)[0]
+            cookie = image[raw : raw + 8]
+            if cookie != b"xdebugpy":  # _Py_Debug_Cookie, the first bytes of _PyRuntime
+                raise AssertionError(
+                    f"{dll.name}: section PyRuntim starts with {cookie!r}, not _PyRuntime's cookie"
+                )
+            return f"{dll.name}: section PyRuntim at file offset {raw:#x}"
+    raise AssertionError(f"{dll.name} has no PyRuntime section: debuggers cannot find _PyRuntime")
+
+
 @check("an MSVC-built wheel from PyPI loads (the Visual C++ runtime beside python.exe)")
 def _msvc_wheel() -> str:
     # Wine's own copies of the runtime are off in every run (container/wine.py), so the
