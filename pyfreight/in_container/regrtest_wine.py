@@ -63,7 +63,9 @@ class _OsHelperLeavingHeldFolders:
             print(f"regrtest_wine: left {path}: {exc}", file=sys.stderr, flush=True)
 
 
-def start_workers_through_this_script() -> None:
+# This script is regrtest's __main__, whose names test_rlcompleter completes: its own
+# begin with "_" so that none answers a prefix the test asks for ("st").
+def _start_workers_through_this_script() -> None:
     """A worker's command line is the interpreter's, then `-m test.libregrtest.worker
     JSON`; this puts `SCRIPT --worker` before the rest, which it then ignores."""
     interpreter = runtests.RunTests.create_python_cmd
@@ -78,6 +80,6 @@ if __name__ == "__main__":
         sys.argv = [sys.argv[0], sys.argv[-1]]  # what worker.main() reads: the JSON
         worker.main()
     else:
-        start_workers_through_this_script()
+        _start_workers_through_this_script()
         run_workers.os_helper = _OsHelperLeavingHeldFolders()
         main.main()
