@@ -15,5 +15,9 @@ RUN useradd --uid 1000 --user-group --home-dir /home/runner --create-home runner
  && ln -s /usr/lib/wine/wine64 /usr/local/bin/wine64
 USER runner
 ENV WINEDEBUG=-all WINEPREFIX=/home/runner/.wine
-RUN wine64 wineboot --init && wineserver64 --wait 2>/dev/null || /usr/lib/wine/wineserver64 --wait
+# The prefix says Windows 10, as users' machines do: Wine 8's default is Windows 7, which
+# no CPython built here supports, while its kernel32.dll's own version says 10.0.
+RUN wine64 wineboot --init && (wineserver64 --wait 2>/dev/null || /usr/lib/wine/wineserver64 --wait) \
+ && wine64 reg add 'HKCU\Software\Wine' /v Version /t REG_SZ /d win10 /f \
+ && (wineserver64 --wait 2>/dev/null || /usr/lib/wine/wineserver64 --wait)
 USER root

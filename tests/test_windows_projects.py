@@ -18,6 +18,7 @@ from pyfreight.cpython.windows_projects import (
     builtin_config,
     builtin_extensions,
     dll_parts,
+    field3_value,
     global_properties,
     link_libraries,
     load_settings,
@@ -231,14 +232,17 @@ def test_the_build_info_says_which_objects_are_the_core_and_which_each_module(
     pcbuild, extensions, parts, rules
 ):
     """What PYTHON.json's build_info is made from: every object of the DLL's link is the
-    core's or exactly one module's; config.c's own entries are the core's; each built-in
-    extension links its recipe's library; Windows' libraries keep their Windows names."""
+    core's or exactly one module's, but the DLL's own resources (a packer's program has
+    its own); config.c's own entries are the core's; each built-in extension links its
+    recipe's library; Windows' libraries keep their Windows names."""
     original = read_member(pcbuild[0], f"{SOURCE.top_dir}/{CONFIG_C}").decode()
     info = build_info(parts, builtin_config(original, list(extensions)))
     dll = re.search(rf"^python{SOURCE.minor.replace('.', '')}\.dll: (.*)$", rules, re.M)
     assert dll is not None
     module_objs = [o for m in info["modules"].values() for o in m["objs"]]
-    assert sorted(info["core_objs"] + module_objs) == sorted(dll.group(1).split())
+    linked = dll.group(1).split()
+    assert [o for o in linked if o.endswith(".rc.o")] == ["obj/pythoncore/PC/python_nt.rc.o"]
+    assert sorted(info["core_objs"] + module_objs) == sorted(o for o in linked if not o.endswith(".rc.o"))
     assert len(module_objs) == len(set(module_objs))
     assert info["modules"]["_ssl"]["objs"] == ["obj/_ssl/Modules/_ssl.o"]
     assert info["modules"]["_ssl"]["link_flags"][:2] == ["-lssl", "-lcrypto"]
@@ -258,3 +262,36 @@ def test_the_build_info_says_which_objects_are_the_core_and_which_each_module(
     assert "-DPy_BUILD_CORE" in info["inittab_cflags"] and not any(
         f.startswith("-I") for f in info["inittab_cflags"]
     )
+
+
+def test_each_image_gets_its_projects_resources_with_its_own_file_name(rules):
+    """The manifest, icon and version information of each program and DLL come from its
+    project's resource script, compiled by $(RC) with the project's definitions; the
+    version's third field is python.props' Field3Value (3.14.7: 7150)."""
+    python = _recipe(rules, "obj/python/PC/python_exe.rc.o")
+    assert python.splitlines()[-1].startswith("\t$(RC) ") and "-O coff -i $< -o $@" in python
+    assert """'-DORIGINAL_FILENAME=\\"python.exe\\"'""" in python and f"-I{INNER}/PC" in python
+    micro = int(SOURCE.version.split(".")[2])
+    assert f"-DFIELD3={micro * 1000 + 150}" in python and "--language=0x0409" in python
+    dll = _recipe(rules, "obj/pythoncore/PC/python_nt.rc.o")
+    assert """'-DORIGINAL_FILENAME=\\"python314.dll\\"'""" in dll
+    assert "-DPYW_ICON" in _recipe(rules, "obj/venvwlauncher/PC/pylauncher.rc.o")
+    for image, resource in [
+        ("python.exe", "obj/python/PC/python_exe.rc.o"),
+        ("pythonw.exe", "obj/pythonw/PC/pythonw_exe.rc.o"),
+        ("venvlauncher.exe", "obj/venvlauncher/PC/pylauncher.rc.o"),
+        ("python3.dll", "obj/python3dll/PC/python_nt.rc.o"),
+    ]:
+        assert resource in _recipe(rules, image), image
+
+
+@pytest.mark.parametrize(
+    "version, field3", [("3.14.7", "7150"), ("3.15.0rc1", "121"), ("3.16.0a2", "102"), ("3.13.15", "15150")]
+)
+def test_field3_is_computed_as_python_props_computes_it(version, field3):
+    assert field3_value(version) == field3
+
+
+def test_a_version_field3_cannot_be_computed_from_is_refused():
+    with pytest.raises(PyfreightError, match=r"'3\.14' is not MAJOR\.MINOR\.MICRO"):
+        field3_value("3.14")

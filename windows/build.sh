@@ -25,6 +25,9 @@ for p in "$RECIPE_DIR"/patches/*.patch; do
   echo "applying $(basename "$p")"
   patch -p1 --forward --fuzz=0 --no-backup-if-mismatch < "$p"
 done
+# The resource scripts name their icons with Windows' separator (icons\python.ico),
+# which LLVM's resource compiler ($RC) reads here as part of the file's name.
+sed -i 's|"icons\\|"icons/|' PC/*.rc
 
 # 3.13's projects write pyconfig.h from PC/pyconfig.h.in (pythoncore's _UpdatePyconfig
 # target) into a folder every project searches ($(GeneratedPyConfigDir), PYCONFIG_DIR

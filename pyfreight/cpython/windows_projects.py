@@ -16,6 +16,7 @@ from our recipe of that library (cpython/extensions.yaml's `linked`, as on Linux
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import tarfile
 import tempfile
@@ -57,6 +58,7 @@ FROZEN_DIR = f"{toolchain.WORK_DIR}/frozen/"
 # Where windows/build.sh writes pyconfig.h from PC/pyconfig.h.in for a release whose
 # projects generate it (3.13's pythoncore; later releases ship PC/pyconfig.h).
 PYCONFIG_DIR = f"{toolchain.WORK_DIR}/pyconfig/"
+INTERMEDIATE_DIR = f"{toolchain.WORK_DIR}/intermediate/"
 # $(ExternalsDir) of the projects: where Visual Studio builds find the libraries' own
 # sources and binaries. Nothing is there here; an item or folder under it is what one
 # of our recipes builds, and is taken from the recipe instead.
@@ -119,8 +121,12 @@ def global_properties(
         "PySourcePath": f"{inner_source}/",
         "MajorVersionNumber": major,
         "MinorVersionNumber": minor,
+        "Field3Value": field3_value(version),
         "GeneratedFrozenModulesDir": FROZEN_DIR,
         "GeneratedPyConfigDir": PYCONFIG_DIR,
+        # MSBuild's folder of a project's intermediate files (computed with a property
+        # function), which resource scripts search; nothing here is written there.
+        "IntDir": INTERMEDIATE_DIR,
         # zlib-ng's folders (IncludeExternals): our zlib recipe's headers stand in
         "zlibNgDir": f"{toolchain.PREFIX}/include",
         "GeneratedZlibNgDir": f"{toolchain.PREFIX}/include",
@@ -129,6 +135,20 @@ def global_properties(
         **_tcltk_versions(),
     }
     return dict(load_settings()["msbuild_properties"]) | computed
+
+
+def field3_value(version: str) -> str:
+    """python.props' Field3Value of `version`, the third number of the version resources
+    (FILEVERSION 3,14,FIELD3,API): micro*1000 + release level*10 + serial, the level 10
+    for alpha, 11 beta, 12 release candidate and 15 final (3.14.7: 7150; 3.15.0rc1:
+    121). MSBuild computes it with property functions, as python.props does from an
+    OverrideVersion of this form."""
+    match = re.fullmatch(r"\d+\.\d+\.(\d+)(?:(a|b|rc)(\d+))?", version)
+    if not match:
+        raise PyfreightError(f"CPython version {version!r} is not MAJOR.MINOR.MICRO[a|b|rcN]")
+    micro, level, serial = match.groups()
+    levels = {"a": 10, "b": 11, "rc": 12, None: 15}
+    return str(int(micro) * 1000 + levels[level] * 10 + int(serial or 0))
 
 
 def _tcltk_versions() -> dict[str, str]:
@@ -192,6 +212,33 @@ def compiles(
         if name == PureWindowsPath(CONFIG_C).name and project.path.stem in core_projects():
             source = f"{toolchain.RECIPE_DIR}/config.c"  # with the built-in extensions' entries
         found.append(Compile(source, obj, (*defines, *includes, *extra)))
+    return found
+
+
+def resources(project: Project, inner_source: str, prefix: str, output: str) -> list[Compile]:
+    """Every ResourceCompile of `project` as an object $(RC) writes: the manifest naming
+    the Windows versions CPython supports (without it Windows tells the program it runs
+    on Windows 8), the icon and the version information Explorer shows. `output`: the
+    file the resources go into, which ORIGINAL_FILENAME names (the projects build it
+    from $(TargetExt), which Visual Studio's own props define)."""
+    found = []
+    for item in project.items_of("ResourceCompile"):
+        # A quote in a definition stays escaped (\"), as the projects write it for rc.exe:
+        # windres, like GNU windres, takes its definitions in that form.
+        definitions = [
+            d
+            for d in split_list(project.metadata(item, "PreprocessorDefinitions"))
+            if d.split("=", 1)[0] != "ORIGINAL_FILENAME"
+        ] + [f'ORIGINAL_FILENAME=\\"{output}\\"']
+        folders = split_list(project.metadata(item, "AdditionalIncludeDirectories"))
+        culture = project.metadata(item, "Culture")
+        relative = PureWindowsPath(item.include).as_posix().removeprefix("../")
+        flags = (
+            *(f"-D{d}" for d in definitions),
+            *(f"-I{PureWindowsPath(f).as_posix()}" for f in folders),
+            *((f"--language={culture}",) if culture else ()),
+        )
+        found.append(Compile(_inside(item.include, inner_source), f"{prefix}/{relative}.o", flags))
     return found
 
 
@@ -388,6 +435,11 @@ def makefile(
         system += [w for w in part.links if w not in recipe_libraries and w not in system]
     libraries = " ".join(toolchain_link_words(static + system))
     link = f"-Wl,--out-implib,libs/{dll_name}.lib -L{toolchain.PREFIX}/lib {libraries}"
+    # The DLL's resources are its core project's: a built-in extension's project would
+    # give its .pyd a version resource of its own, which one image cannot hold twice.
+    core_resources = resources(core, inner_source, f"obj/{core.path.stem}", dll)
+    lines += _rules(core_resources)
+    dll_objects += [r.obj for r in core_resources]
     lines += [
         f"{dll}: {' '.join(dll_objects)}",
         "\t@mkdir -p libs",
@@ -396,10 +448,11 @@ def makefile(
     ]
     for name in settings["programs"]:
         project = read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root)
+        program = f"{project.property('TargetName') or name}.exe"
         units = compiles(project, inner_source, f"obj/{name}")
+        units += resources(project, inner_source, f"obj/{name}", program)
         lines += _rules(units)
         objects = " ".join(u.obj for u in units)
-        program = f"{project.property('TargetName') or name}.exe"
         subsystem = project.definitions.get("Link", {}).get("SubSystem") or "Console"
         libraries = " ".join(toolchain_link_words(link_libraries(project, target)))
         lines += [
@@ -415,10 +468,11 @@ def makefile(
         if not (pcbuild_root / "PCbuild" / f"{name}.vcxproj").is_file():
             continue  # a forwarder project of another CPython version
         project = read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root)
+        forwarder = f"{project.property('TargetName') or name}.dll"
         units = compiles(project, inner_source, f"obj/{name}")
+        units += resources(project, inner_source, f"obj/{name}", forwarder)
         lines += _rules(units)
         objects = " ".join(u.obj for u in units)
-        forwarder = f"{project.property('TargetName') or name}.dll"
         libraries = " ".join(toolchain_link_words(link_libraries(project, target)))
         lines += [
             f"{forwarder}: {dll} {objects}",
@@ -435,15 +489,16 @@ def makefile(
 
 
 def _rules(units: list[Compile]) -> list[str]:
+    """A make rule per unit: a C source compiled, or a resource script ($(RC), LLVM's
+    windres: toolchain.resource_compiler) written as a COFF object the link takes."""
     rules = []
     for unit in units:
         flags = " ".join(shlex.quote(f) for f in unit.flags)
-        rules += [
-            f"{unit.obj}: {unit.source}",
-            "\t@mkdir -p $(@D)",
-            f"\t$(CC) $(CFLAGS) {flags} -c $< -o $@",
-            "",
-        ]
+        if unit.source.endswith(".rc"):
+            command = f"\t$(RC) {flags} -O coff -i $< -o $@"
+        else:
+            command = f"\t$(CC) $(CFLAGS) {flags} -c $< -o $@"
+        rules += [f"{unit.obj}: {unit.source}", "\t@mkdir -p $(@D)", command, ""]
     return rules
 
 

@@ -111,6 +111,12 @@ def _python(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess[s
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600, cwd=cwd)
 
 
+def _interpreter_dll() -> Path:
+    """python3XX.dll (python3XXt.dll without the GIL) beside python.exe."""
+    suffix = "t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""
+    return Path(sys.base_prefix) / f"python{sys.version_info[0]}{sys.version_info[1]}{suffix}.dll"
+
+
 @check("runs from a folder with a space, finding its prefix beside python.exe")
 def _prefix() -> str:
     here = Path(sys.executable).resolve().parent
@@ -410,8 +416,7 @@ def _strftime_limits() -> str:
 def _pyruntime_section() -> str:
     import struct
 
-    suffix = "t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""
-    dll = Path(sys.base_prefix) / f"python{sys.version_info[0]}{sys.version_info[1]}{suffix}.dll"
+    dll = _interpreter_dll()
     image = dll.read_bytes()
     header = struct.unpack_from("<I", image, 0x3C)[0]
     count, optional = (
@@ -430,6 +435,56 @@ def _pyruntime_section() -> str:
                 )
             return f"{dll.name}: section PyRuntim at file offset {raw:#x}"
     raise AssertionError(f"{dll.name} has no PyRuntime section: debuggers cannot find _PyRuntime")
+
+
+def _file_version(path: Path) -> str:
+    """The FileVersion string of `path`'s version resource, as Explorer shows it."""
+    import ctypes
+
+    if sys.platform != "win32":  # never here; the guard is for the type checker on Linux
+        raise AssertionError(sys.platform)
+    version = ctypes.windll.version
+    size = version.GetFileVersionInfoSizeW(str(path), None)
+    assert size, f"{path.name} has no version resource"
+    data = ctypes.create_string_buffer(size)
+    assert version.GetFileVersionInfoW(str(path), 0, size, data), path.name
+    value, length = ctypes.c_void_p(), ctypes.c_uint()
+    query = "\\StringFileInfo\\000004b0\\FileVersion"
+    assert version.VerQueryValueW(data, query, ctypes.byref(value), ctypes.byref(length)), path.name
+    return ctypes.wstring_at(value, length.value).rstrip("\0")
+
+
+@check("python.exe and pythonw.exe carry CPython's manifest, python3XX.dll its version")
+def _resources() -> str:
+    import platform
+
+    # Without the manifest's supportedOS entries Windows tells a program it runs on
+    # Windows 8 (6.2), whatever it is: platform.win32_ver() then mixes two versions.
+    # pythonw.exe has no console: each program writes its answer to a file.
+    script = (
+        "import sys; v = sys.getwindowsversion(); p = v.platform_version; "
+        "open(sys.argv[1], 'w').write(f'{v.major}.{v.minor} {p[0]}.{p[1]}')"
+    )
+    home = Path(sys.base_prefix)
+    told = ""
+    for program in ("python.exe", "pythonw.exe"):
+        with tempfile.TemporaryDirectory() as tmp:
+            answer = Path(tmp) / "answer.txt"
+            done = subprocess.run(
+                [str(home / program), "-c", script, str(answer)], capture_output=True, text=True, timeout=600
+            )
+            assert done.returncode == 0, (program, done.stderr.strip().splitlines()[-1:])
+            reported, actual = answer.read_text().split()
+        assert reported == actual, (
+            f"{program} is told Windows {reported} on Windows {actual}: "
+            "it has no manifest naming the Windows versions it supports"
+        )
+        told = reported
+    expected = platform.python_version()
+    for image in (_interpreter_dll(), home / "python.exe"):
+        found = _file_version(image)
+        assert found == expected, f"{image.name}: version resource says {found!r}, not {expected}"
+    return f"told Windows {told}; version resources say {expected}"
 
 
 @check("an MSVC-built wheel from PyPI loads (the Visual C++ runtime beside python.exe)")
