@@ -210,13 +210,17 @@ PYFREIGHT = Path(sys.executable).with_name("pyfreight")  # the console script of
 REPO = Path(__file__).resolve().parent.parent
 
 
-def pyfreight_cli(*args: object, timeout: int = 3600, **env: str) -> subprocess.CompletedProcess[str]:
+def pyfreight_cli(
+    *args: object, timeout: int = 3600, errors: str = "strict", **env: str
+) -> subprocess.CompletedProcess[str]:
     """Runs the installed `pyfreight` console script as a user types it; output captured.
-    `env` adds environment variables (e.g. PYFREIGHT_DIST_DIR=...)."""
+    `env` adds environment variables (e.g. PYFREIGHT_DIST_DIR=...). `errors`: how bytes
+    that are not UTF-8 are decoded (what a Windows program prints in its code page)."""
     return subprocess.run(
         [str(PYFREIGHT), *map(str, args)],
         capture_output=True,
         text=True,
+        errors=errors,
         timeout=timeout,
         env={**os.environ, **env},
         cwd=REPO,
