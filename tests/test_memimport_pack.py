@@ -209,7 +209,7 @@ def test_cli_as_script_writes_atomically(fake_stdlib: Path, tmp_path: Path) -> N
         text=True,
         check=True,
     )
-    assert "11 modules (5 packages, 1 namespace), 4 resources, 1 not compiled" in proc.stdout
+    assert "11 modules (5 packages, 1 namespace), 4 resources, 1 not compiled, 0 left out" in proc.stdout
     assert "broken.py" in proc.stderr
     assert bf.read_blob(out.read_bytes()).modules
     assert sorted(p.name for p in out.parent.iterdir()) == ["stdlib.blob"]
@@ -269,3 +269,71 @@ def test_dist_info_is_packed_as_metadata_and_excluded_names_are_left_out(
     assert resources[(bf.DISTRIBUTIONS, "click-8.2.1.dist-info/METADATA")].startswith(b"Name: click")
     assert (bf.DISTRIBUTIONS, "click-8.2.1.dist-info/licenses/LICENSE.txt") in resources
     assert bf.DISTRIBUTIONS not in mods  # metadata only: nothing can import that name
+
+
+def test_an_application_packs_the_stdlib_it_reaches_and_lists_the_rest(
+    fake_stdlib: Path, tmp_path: Path
+) -> None:
+    reach = tmp_path / "reach.json"
+    reach.write_text('{"modules": ["json2.decoder", "email2"], "builtins": []}')
+    out = tmp_path / "app.blob"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            str(memimport.PACKER),
+            "--stdlib",
+            str(fake_stdlib),
+            "--out",
+            str(out),
+            "--reach",
+            str(reach),
+            "--left-out",
+            "_ssl",
+            "--exclude",
+            "idlelib",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    blob = bf.read_blob(out.read_bytes())
+    # A reached module brings its packages, and a package's data comes with it.
+    assert sorted(_names(blob)) == ["_pyfreight_finder", "email2", "json2", "json2.decoder"]
+    resources = {(r.package, r.path): r.data for r in blob.resources}
+    assert ("json2", "data/table.txt") in resources and ("email2", "architecture.rst") in resources
+    # Everything else is named as left out, the extension named too; what is kept on the
+    # filesystem (idlelib) is not, and neither is anything the stdlib does not hold.
+    listed = resources[(bf.BOOTSTRAP_NAME, bf.LEFT_OUT)].decode().split("\n")
+    assert listed == [
+        "_ssl",
+        "_sysconfigdata__linux_x86_64-linux-gnu",
+        "broken",
+        "email2.mime",
+        "email2.mime.text",
+        "latin",
+        "nsroot",
+        "nsroot.portion",
+        "os2",
+        "",
+    ]
+    assert "3 modules (2 packages, 0 namespace)" in proc.stdout and "9 left out" in proc.stdout
+
+
+def test_compressed_modules_are_zstd_frames_that_read_back_the_same(fake_stdlib: Path) -> None:
+    import zstandard
+
+    def compress(data: bytes) -> bytes:
+        return zstandard.ZstdCompressor(level=19).compress(data)
+
+    plain = bf.read_blob(pack.pack(fake_stdlib, [], sources=True).blob)
+    packed = pack.pack(fake_stdlib, [], sources=True, compress=compress).blob
+    squeezed = bf.read_blob(packed)
+    assert squeezed.flags == bf.BLOB_HAS_SOURCES | bf.BLOB_COMPRESSED
+    for before, after in zip(plain.modules, squeezed.modules, strict=True):
+        assert (before.name, before.code, before.source) == (after.name, after.code, after.source)
+        # Every module with code is compressed but the finder, which install() runs first.
+        expected = bool(before.code) and before.name != bf.BOOTSTRAP_NAME
+        assert bool(after.flags & bf.FLAG_COMPRESSED) == expected, after.name
+    raw = {m.name: m for m in plain.modules}["json2.decoder"].code
+    assert raw not in packed and zstandard.ZstdCompressor(level=19).compress(raw) in packed

@@ -12,6 +12,7 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).parent
 PACKER = PACKAGE_DIR / "pack.py"
+REACH = PACKAGE_DIR / "reach.py"  # run by the target interpreter, before PACKER, for an application
 BLOBFORMAT_PY = PACKAGE_DIR / "blobformat.py"  # pack.py imports it from its own directory
 FINDER_PY = PACKAGE_DIR / "finder.py"
 MODULE_C = PACKAGE_DIR / "memimport.c"

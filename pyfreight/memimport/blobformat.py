@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 MAGIC = b"PYFRMEM\0"
@@ -28,16 +29,21 @@ FLAG_PACKAGE = 0x01
 FLAG_NAMESPACE = 0x02  # always together with FLAG_PACKAGE; no code
 FLAG_HAS_SOURCE = 0x04
 FLAG_BOOTSTRAP = 0x08  # the finder itself: executed by install(), never imported or listed
+FLAG_COMPRESSED = 0x20  # code and source are each one zstd frame (the finder never is)
 FLAG_APP = 0x10  # came from --app rather than --stdlib (informational)
 
 # Blob flags.
 BLOB_HAS_SOURCES = 0x01
+BLOB_COMPRESSED = 0x02  # its modules are compressed (FLAG_COMPRESSED)
 
 BOOTSTRAP_NAME = "_pyfreight_finder"
 # The resources of this (never importable) package name are the files of the packed
 # distributions' .dist-info folders, as "<folder>/<file>": importlib.metadata reads them
 # through the finder's find_distributions().
 DISTRIBUTIONS = "_pyfreight_distributions"
+# The finder's own resource of this name lists, one per line, the modules left out of an
+# application (pack.py --reach, --left-out): importing one fails with a message saying so.
+LEFT_OUT = "left-out"
 # Sections start on this boundary so the C side could read entries in place; it copies them anyway.
 ALIGN = 16
 
@@ -85,8 +91,10 @@ def write_blob(
     hexversion: int,
     optimize: int,
     flags: int = 0,
+    compress: Callable[[bytes], bytes] | None = None,
 ) -> bytes:
-    """Serialize modules and resources; the output depends only on the arguments."""
+    """Serialize modules and resources; the output depends only on the arguments. With
+    `compress` (a zstd compressor), every module's code and source but the finder's."""
     modules = sorted(modules, key=lambda m: _key(m.name))
     resources = sorted(resources, key=lambda r: (_key(r.package), _key(r.path)))
     for a, b in itertools.pairwise(modules):
@@ -128,9 +136,12 @@ def write_blob(
 
     mod_index = bytearray()
     for mod, (name_off, name_len) in zip(modules, mod_strings, strict=True):
-        code_off, code_len = place(mod.code) if mod.code else (0, 0)
-        src_off, src_len = place(mod.source) if mod.source is not None else (0, 0)
+        shrink = compress if compress is not None and mod.code and not mod.flags & FLAG_BOOTSTRAP else None
+        code_off, code_len = place(shrink(mod.code) if shrink else mod.code) if mod.code else (0, 0)
+        source = shrink(mod.source) if shrink and mod.source is not None else mod.source
+        src_off, src_len = place(source) if source is not None else (0, 0)
         mod_flags = mod.flags | (FLAG_HAS_SOURCE if mod.source is not None else 0)
+        mod_flags |= FLAG_COMPRESSED if shrink else 0
         mod_index += MODULE_ENTRY.pack(name_off, name_len, mod_flags, 0, code_off, code_len, src_off, src_len)
 
     res_index = bytearray()
@@ -175,8 +186,21 @@ class BlobError(ValueError):
     pass
 
 
+def zstd_decompressor() -> Callable[[bytes], bytes]:
+    """zstd's decompression: the stdlib's (3.14+) or, in the driver, the zstandard package's."""
+    try:
+        from compression import zstd  # type: ignore[import-not-found, unused-ignore]
+
+        return zstd.decompress  # type: ignore[no-any-return, unused-ignore]
+    except ImportError:
+        import zstandard
+
+        return zstandard.ZstdDecompressor().decompress
+
+
 def read_blob(blob: bytes) -> Blob:
-    """Parse and bounds-check a blob (the same checks memimport.c makes)."""
+    """Parse and bounds-check a blob (the same checks memimport.c makes); compressed
+    modules come back decompressed, their flags unchanged."""
     if len(blob) < HEADER.size:
         raise BlobError("blob shorter than its header")
     (
@@ -228,7 +252,11 @@ def read_blob(blob: bytes) -> Blob:
             blob, mod_off + i * MODULE_ENTRY.size
         )
         source = chunk(src_off, src_len) if mflags & FLAG_HAS_SOURCE else None
-        modules.append(Module(string(name_off, name_len), mflags, chunk(code_off, code_len), source))
+        code = chunk(code_off, code_len)
+        if mflags & FLAG_COMPRESSED:
+            unpack = zstd_decompressor()
+            code, source = unpack(code), (unpack(source) if source is not None else None)
+        modules.append(Module(string(name_off, name_len), mflags, code, source))
     resources = []
     for i in range(n_res):
         pkg_off, pkg_len, path_off, path_len, off, size = RESOURCE_ENTRY.unpack_from(

@@ -10,7 +10,6 @@ the type checker knows are strings, and the imports they need sit under TYPE_CHE
 """
 
 import _imp
-import marshal
 import sys
 from _frozen_importlib import BuiltinImporter, FrozenImporter, ModuleSpec
 
@@ -34,6 +33,8 @@ if TYPE_CHECKING:
         """The C module _pyfreight_memory (memimport.c)."""
 
         def find(self, name: str, /) -> Entry | None: ...
+        def code(self, name: str, /) -> CodeType | None: ...
+        def source(self, name: str, /) -> bytes | None: ...
         def resource(self, package: str, path: str, /) -> memoryview | None: ...
         def resources(self, package: str, /) -> list[str]: ...
         def modules(self) -> tuple[tuple[str, int], ...]: ...
@@ -48,6 +49,10 @@ BOOTSTRAP = 0x08
 
 # The resource package holding packed .dist-info files, as blobformat.DISTRIBUTIONS.
 DISTRIBUTIONS = "_pyfreight_distributions"
+# The finder's own resource naming the modules left out of an application, as
+# blobformat.BOOTSTRAP_NAME and blobformat.LEFT_OUT.
+BOOTSTRAP_NAME = "_pyfreight_finder"
+LEFT_OUT = "left-out"
 
 # Used as the virtual root only when an embedder leaves sys.executable empty.
 FALLBACK_ROOT = "/__pyfreight_memory__"
@@ -79,7 +84,35 @@ def _get_root() -> str:
     # sys.path_hooks[0], and zipimporter would open the executable to look for a zip directory.
     # sys.executable becomes known right before that phase's first import of a packed module.
     sys.path_hooks.insert(0, _path_hook)
+    # Last, after the path finder the main phase has just added: a module of the same name in the
+    # application's packages folder still wins over the message.
+    left_out = _mem.resource(BOOTSTRAP_NAME, LEFT_OUT)
+    if left_out is not None:
+        sys.meta_path.append(LeftOutFinder(frozenset(bytes(left_out).decode().split())))
     return exe
+
+
+class LeftOutFinder:
+    """Names, as the import fails, a module pyfreight embed left out of an application (the
+    stdlib modules its code does not reach, the extension modules not linked in) and the
+    option that puts it back."""
+
+    def __init__(self, names: "frozenset[str]") -> None:
+        self.names = names
+
+    def __repr__(self) -> str:
+        return f"<pyfreight LeftOutFinder of {len(self.names)} modules>"
+
+    def find_spec(self, fullname: str, path: "object" = None, target: "object" = None) -> None:
+        if fullname in self.names:
+            raise ModuleNotFoundError(
+                f"No module named {fullname!r}: pyfreight embed left it out of this program, whose "
+                f"code does not import it by name; make the program with --include-module {fullname}",
+                name=fullname,
+            )
+
+    def invalidate_caches(self) -> None:
+        pass
 
 
 def _relpath(fullname: str, flags: int) -> str:
@@ -184,21 +217,22 @@ class MemoryImporter:
         exec_module: "staticmethod[[ModuleType], None]"
 
     def get_code(self, fullname: str) -> "CodeType":
-        flags, data, _ = _lookup(fullname)
-        if flags & NAMESPACE or data is None:  # data is None exactly for a namespace package
+        flags = _lookup(fullname)[0]
+        code = None if flags & NAMESPACE else _mem.code(fullname)  # decompressed if need be
+        if code is None:  # exactly for a namespace package
             return compile("", self.get_filename(fullname), "exec", dont_inherit=True)
-        code: CodeType = marshal.loads(data)
         _imp._fix_co_filename(code, self.get_filename(fullname))  # type: ignore[attr-defined]  # not in typeshed
         return code
 
     def get_source(self, fullname: str) -> "str | None":
-        entry = _lookup(fullname)
-        if entry[2] is None:
+        _lookup(fullname)
+        source = _mem.source(fullname)  # decompressed if need be
+        if source is None:
             return None
         # Same decoding as importlib.util.decode_source: PEP 263 cookie or BOM, universal newlines.
         from _frozen_importlib_external import decode_source
 
-        return decode_source(bytes(entry[2]))
+        return decode_source(source)
 
     def is_package(self, fullname: str) -> bool:
         return bool(_lookup(fullname)[0] & PACKAGE)

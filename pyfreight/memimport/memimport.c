@@ -40,6 +40,15 @@ static unsigned long long static_code_loads;
 #define FLAG_NAMESPACE 0x02u
 #define FLAG_HAS_SOURCE 0x04u
 #define FLAG_BOOTSTRAP 0x08u
+#define FLAG_COMPRESSED 0x20u
+
+#ifdef PYFREIGHT_ZSTD
+/* zstd's stable API (zstd.h), declared here: the archive ships libzstd.a, not its header. */
+size_t ZSTD_decompress(void *dst, size_t dstCapacity, const void *src, size_t compressedSize);
+unsigned long long ZSTD_getFrameContentSize(const void *src, size_t srcSize);
+unsigned ZSTD_isError(size_t code);
+#define ZSTD_CONTENTSIZE_ERROR (0ULL - 2)
+#endif
 
 #define BOOTSTRAP_NAME "_pyfreight_finder"
 
@@ -187,6 +196,13 @@ validate_blob(void)
             PyErr_Format(PyExc_ImportError, "_pyfreight_memory: module entry %u out of bounds", i);
             return -1;
         }
+#ifndef PYFREIGHT_ZSTD
+        if (m.flags & FLAG_COMPRESSED) {
+            PyErr_SetString(PyExc_ImportError,
+                            "_pyfreight_memory: the blob is compressed, this executable has no zstd");
+            return -1;
+        }
+#endif
     }
     for (uint32_t i = 0; i < h.resource_count; i++) {
         const unsigned char *p = b + h.resource_index + (uint64_t)i * RESOURCE_ENTRY_SIZE;
@@ -265,6 +281,54 @@ view(uint64_t off, uint64_t len)
     return PyMemoryView_FromMemory((char *)(pyfreight_blob_start + off), (Py_ssize_t)len, PyBUF_READ);
 }
 
+/* A module's code or source as bytes: a copy of the blob's, or its zstd frame decompressed. */
+static PyObject *
+unpacked(uint32_t flags, uint64_t off, uint64_t len)
+{
+    const unsigned char *src = pyfreight_blob_start + off;
+    if (!(flags & FLAG_COMPRESSED)) {
+        return PyBytes_FromStringAndSize((const char *)src, (Py_ssize_t)len);
+    }
+#ifdef PYFREIGHT_ZSTD
+    unsigned long long size = ZSTD_getFrameContentSize(src, (size_t)len);
+    if (size >= ZSTD_CONTENTSIZE_ERROR || size > (unsigned long long)PY_SSIZE_T_MAX) {
+        PyErr_SetString(PyExc_ImportError, "_pyfreight_memory: a compressed module has no size");
+        return NULL;
+    }
+    PyObject *bytes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (bytes == NULL) {
+        return NULL;
+    }
+    size_t got = ZSTD_decompress(PyBytes_AS_STRING(bytes), (size_t)size, src, (size_t)len);
+    if (ZSTD_isError(got) || got != size) {
+        Py_DECREF(bytes);
+        PyErr_SetString(PyExc_ImportError, "_pyfreight_memory: a compressed module does not decompress");
+        return NULL;
+    }
+    return bytes;
+#else
+    PyErr_SetString(PyExc_ImportError, "_pyfreight_memory: the blob is compressed, this executable has no zstd");
+    return NULL;
+#endif
+}
+
+/* A module's code object, unmarshalled from the blob (decompressed first if need be). */
+static PyObject *
+load_code(const module_entry *m)
+{
+    if (!(m->flags & FLAG_COMPRESSED)) {
+        return PyMarshal_ReadObjectFromString((const char *)pyfreight_blob_start + m->code_off,
+                                              (Py_ssize_t)m->code_len);
+    }
+    PyObject *bytes = unpacked(m->flags, m->code_off, m->code_len);
+    if (bytes == NULL) {
+        return NULL;
+    }
+    PyObject *code = PyMarshal_ReadObjectFromString(PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes));
+    Py_DECREF(bytes);
+    return code;
+}
+
 /* UTF-8 of a str argument; a name that cannot be encoded (lone surrogates) cannot be packed. */
 static const char *
 utf8_arg(PyObject *arg, Py_ssize_t *len, int *absent)
@@ -333,6 +397,63 @@ memory_find(PyObject *module, PyObject *arg)
     Py_DECREF(code);
     Py_DECREF(source);
     return result;
+}
+
+/* The entry of a packed, importable module named by a str argument; 0 when there is none. */
+static int
+entry_of(PyObject *arg, module_entry *m)
+{
+    Py_ssize_t len;
+    int absent;
+    const char *name = utf8_arg(arg, &len, &absent);
+    if (name == NULL) {
+        return absent ? 0 : -1;
+    }
+    blob_header h;
+    read_header(&h);
+    int64_t i = lookup_module(&h, name, (size_t)len);
+    if (i < 0) {
+        return 0;
+    }
+    read_module(&h, (uint32_t)i, m);
+    return (m->flags & FLAG_BOOTSTRAP) ? 0 : 1;
+}
+
+PyDoc_STRVAR(code_doc,
+             "code(name, /)\n--\n\n"
+             "Return a packed module's code object (as unmarshalled, co_filename not yet fixed), or\n"
+             "None for a namespace package or a name not packed.");
+
+static PyObject *
+memory_code(PyObject *module, PyObject *arg)
+{
+    module_entry m;
+    int found = entry_of(arg, &m);
+    if (found < 0) {
+        return NULL;
+    }
+    if (!found || (m.flags & FLAG_NAMESPACE)) {
+        Py_RETURN_NONE;
+    }
+    return load_code(&m);
+}
+
+PyDoc_STRVAR(source_doc,
+             "source(name, /)\n--\n\n"
+             "Return a packed module's source as bytes, or None when sources were not packed.");
+
+static PyObject *
+memory_source(PyObject *module, PyObject *arg)
+{
+    module_entry m;
+    int found = entry_of(arg, &m);
+    if (found < 0) {
+        return NULL;
+    }
+    if (!found || !(m.flags & FLAG_HAS_SOURCE)) {
+        Py_RETURN_NONE;
+    }
+    return unpacked(m.flags, m.source_off, m.source_len);
 }
 
 PyDoc_STRVAR(resource_doc,
@@ -498,8 +619,7 @@ memory_install(PyObject *module, PyObject *Py_UNUSED(ignored))
         code = pyfreight_static_code((uint32_t)i);
         static_code_loads += code != NULL;
         if (code == NULL && !PyErr_Occurred()) {
-            code = PyMarshal_ReadObjectFromString((const char *)pyfreight_blob_start + m.code_off,
-                                                  (Py_ssize_t)m.code_len);
+            code = load_code(&m);
         }
         if (code == NULL) {
             return NULL;
@@ -574,8 +694,7 @@ memory_exec_module(PyObject *self, PyObject *module)
     code = pyfreight_static_code((uint32_t)i);
     static_code_loads += code != NULL;
     if (code == NULL && !PyErr_Occurred()) {
-        code = PyMarshal_ReadObjectFromString((const char *)pyfreight_blob_start + m.code_off,
-                                              (Py_ssize_t)m.code_len);
+        code = load_code(&m);
     }
     if (code == NULL || (imp = PyImport_ImportModule("_imp")) == NULL) {
         goto done;
@@ -616,6 +735,8 @@ done:
 static PyMethodDef memory_methods[] = {
     {"exec_module", memory_exec_module, METH_O, exec_module_doc},
     {"find", memory_find, METH_O, find_doc},
+    {"code", memory_code, METH_O, code_doc},
+    {"source", memory_source, METH_O, source_doc},
     {"resource", _PyCFunction_CAST(memory_resource), METH_FASTCALL, resource_doc},
     {"resources", memory_resources, METH_O, resources_doc},
     {"modules", memory_modules, METH_NOARGS, modules_doc},
@@ -633,7 +754,8 @@ memory_exec(PyObject *module)
     if (PyModule_AddIntConstant(module, "PACKAGE", FLAG_PACKAGE) < 0
         || PyModule_AddIntConstant(module, "NAMESPACE", FLAG_NAMESPACE) < 0
         || PyModule_AddIntConstant(module, "HAS_SOURCE", FLAG_HAS_SOURCE) < 0
-        || PyModule_AddIntConstant(module, "BOOTSTRAP", FLAG_BOOTSTRAP) < 0) {
+        || PyModule_AddIntConstant(module, "BOOTSTRAP", FLAG_BOOTSTRAP) < 0
+        || PyModule_AddIntConstant(module, "COMPRESSED", FLAG_COMPRESSED) < 0) {
         return -1;
     }
     return 0;

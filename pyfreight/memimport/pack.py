@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import marshal
 import os
 import re
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +40,9 @@ STDLIB_TOP_SKIP = frozenset({"site-packages", "test", "lib-dynload", "__pycache_
 # They are large, need their data files on disk, and nothing outside the test suite imports them.
 STDLIB_ANY_SKIP = frozenset({"test", "tests", "idle_test", "__pycache__"})
 CONFIG_DIR = re.compile(r"config-\d+\.\d+.*")
+# zstd's strongest level short of --ultra (whose windows need more memory to decompress): packing
+# is done once, and decompression runs as fast at any level.
+COMPRESSION_LEVEL = 19
 
 
 @dataclass
@@ -149,6 +154,21 @@ class Collector:
                 self.out.resources[(package, f"{rel}/{entry.name}")] = child
 
 
+def _keep_reached(tree: Collected, reached: frozenset[str]) -> set[str]:
+    """Drops from `tree` the modules not in `reached` (a reached module's packages stay);
+    returns the names dropped."""
+    keep: set[str] = set()
+    for name in reached:
+        parts = name.split(".")
+        keep.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    dropped = set(tree.modules) - keep
+    for name in dropped:
+        del tree.modules[name]
+    for key in [key for key in tree.resources if key[0] not in keep]:
+        del tree.resources[key]
+    return dropped
+
+
 @dataclass
 class PackResult:
     blob: bytes
@@ -157,6 +177,7 @@ class PackResult:
     namespaces: int
     resources: int
     failed: list[tuple[str, str]]
+    left_out: int = 0
 
 
 def _compile(source: bytes, filename: str, optimize: int) -> bytes:
@@ -175,24 +196,37 @@ def pack(
     sources: bool = False,
     finder_source: Path = FINDER_SOURCE,
     exclude: frozenset[str] = frozenset(),
+    reached: frozenset[str] | None = None,
+    left_out: frozenset[str] = frozenset(),
+    compress: Callable[[bytes], bytes] | None = None,
+    sources_of: frozenset[Path] = frozenset(),
 ) -> PackResult:
-    trees: list[Collected] = []
+    """`reached` (None: all) keeps only those stdlib modules and their packages; the other
+    stdlib modules, and the names in `left_out`, are listed in the blob as left out.
+    Sources are packed for every module with `sources`, else for those of the trees in
+    `sources_of`."""
+    trees: list[tuple[Collected, Path]] = []
     if stdlib is not None:
         collector = Collector(app=False)
         collector.top(stdlib)
-        trees.append(collector.out)
+        if reached is not None:
+            left_out |= _keep_reached(collector.out, reached)
+        trees.append((collector.out, stdlib))
     for app in apps:
         collector = Collector(app=True)
         collector.top(app)
-        trees.append(collector.out)
+        trees.append((collector.out, app))
 
     entries: dict[str, tuple[Path | None, int, str]] = {}
     resources: dict[tuple[str, str], Path] = {}
-    for tree in trees:
+    with_source: set[str] = set()
+    for tree, root in trees:
         for name, value in tree.modules.items():
             if name in entries:
                 raise SystemExit(f"pack.py: module {name} found twice ({entries[name][0]} and {value[0]})")
             entries[name] = value
+            if sources or root in sources_of:
+                with_source.add(name)
         for key, data_file in tree.resources.items():
             if key in resources:
                 raise SystemExit(f"pack.py: resource {key} found twice")
@@ -216,7 +250,7 @@ def pack(
         except (SyntaxError, ValueError, UnicodeError) as exc:
             failed.append((str(path), f"{type(exc).__name__}: {exc}"))
             continue
-        modules.append(bf.Module(name, flags, code, source if sources else None))
+        modules.append(bf.Module(name, flags, code, source if name in with_source else None))
 
     # The finder is compiled with the target's compiler too; a <...> filename keeps linecache from
     # trying to open it.
@@ -229,13 +263,19 @@ def pack(
         for (pkg, rel), path in sorted(resources.items())
         if pkg in packed or pkg == bf.DISTRIBUTIONS
     ]
+    # A module kept on the filesystem (exclude) is not left out: the path finder imports it.
+    left_out = frozenset(n for n in left_out - packed if n.partition(".")[0] not in exclude)
+    if left_out:
+        listed = "".join(f"{name}\n" for name in sorted(left_out)).encode()
+        res_list.append(bf.Resource(bf.BOOTSTRAP_NAME, bf.LEFT_OUT, listed))
     blob = bf.write_blob(
         modules,
         res_list,
         bytecode_magic=importlib.util.MAGIC_NUMBER,
         hexversion=sys.hexversion,
         optimize=optimize,
-        flags=bf.BLOB_HAS_SOURCES if sources else 0,
+        flags=(bf.BLOB_HAS_SOURCES if with_source else 0) | (bf.BLOB_COMPRESSED if compress else 0),
+        compress=compress,
     )
     regular = [m for m in modules if not m.flags & bf.FLAG_BOOTSTRAP]
     return PackResult(
@@ -245,6 +285,7 @@ def pack(
         namespaces=sum(1 for m in regular if m.flags & bf.FLAG_NAMESPACE),
         resources=len(res_list),
         failed=failed,
+        left_out=len(left_out),
     )
 
 
@@ -259,17 +300,47 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--app", type=Path, action="append", default=[], help="a directory laid out like a sys.path entry"
     )
+    parser.add_argument(
+        "--sources-of", type=Path, action="append", default=[], help="an --app whose sources to pack"
+    )
     parser.add_argument("--strict", action="store_true", help="fail if any module does not compile")
     parser.add_argument(
         "--exclude", action="append", default=[], help="a top-level module or package not to pack"
     )
+    parser.add_argument("--reach", type=Path, help="reach.py's answer: pack only the stdlib modules it names")
+    parser.add_argument(
+        "--left-out", action="append", default=[], help="a module the executable names as left out"
+    )
+    parser.add_argument(
+        "--compress", action="store_true", help="each module's code and source as a zstd frame (3.14+)"
+    )
     args = parser.parse_args(argv)
+    compress = None
+    if args.compress:
+        try:
+            from compression import zstd  # type: ignore[import-not-found, unused-ignore]
+        except ImportError:
+            parser.error("--compress needs CPython 3.14 or newer (compression.zstd)")
+
+        def compress(data: bytes) -> bytes:
+            return zstd.compress(data, level=COMPRESSION_LEVEL)  # type: ignore[no-any-return, unused-ignore]
 
     for directory in [args.stdlib, *args.app]:
         if not directory.is_dir():
             parser.error(f"not a directory: {directory}")
+    reached = None
+    if args.reach is not None:
+        reached = frozenset(json.loads(args.reach.read_text())["modules"])
     result = pack(
-        args.stdlib, args.app, optimize=args.optimize, sources=args.sources, exclude=frozenset(args.exclude)
+        args.stdlib,
+        args.app,
+        optimize=args.optimize,
+        sources=args.sources,
+        exclude=frozenset(args.exclude),
+        reached=reached,
+        left_out=frozenset(args.left_out),
+        compress=compress,
+        sources_of=frozenset(args.sources_of),
     )
     for path, why in result.failed:
         print(f"pack.py: not compiled: {path}: {why}", file=sys.stderr)
@@ -282,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     os.replace(tmp, args.out)
     print(
         f"pack.py: {result.modules} modules ({result.packages} packages, {result.namespaces} namespace), "
-        f"{result.resources} resources, {len(result.failed)} not compiled, {len(result.blob)} bytes "
+        f"{result.resources} resources, {len(result.failed)} not compiled, {result.left_out} left out, "
+        f"{len(result.blob)} bytes "
         f"-> {args.out}"
     )
     return 0
