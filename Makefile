@@ -22,7 +22,7 @@ build = $(PYFREIGHT) build $(python_flag) --target $(1) --options $(call variant
 
 # The CPython builds (pattern rules, below) are not .PHONY: make skips pattern rules
 # for phony targets.
-.PHONY: setup images fetch deps test test-all test-part test-unit lint clean bench bench-import
+.PHONY: setup images fetch deps test test-all test-part test-unit lint clean bench bench-import bench-app
 
 setup:
 	@scripts/setup.sh
@@ -92,6 +92,10 @@ bench: setup
 # Whole-stdlib import from memory vs the filesystem, on the pgo+lto archive (table + JSON).
 bench-import: setup
 	$(PYFREIGHT) bench-import $(python_flag) $(target_flag) --pie-both $(ARGS)
+
+# Single-file applications: embed's defaults beside PyInstaller --onefile (table + JSON).
+bench-app: setup
+	$(PYFREIGHT) bench-app $(python_flag) $(target_flag) $(ARGS)
 
 clean:
 	rm -rf build dist

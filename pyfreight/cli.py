@@ -275,6 +275,9 @@ def cmd_embed(args: argparse.Namespace) -> None:
             requirements=Path(args.requirements) if args.requirements else None,
             filesystem=args.filesystem,
             static_code=args.static_code,
+            include=args.include_module,
+            whole_stdlib=args.whole_stdlib,
+            compress=args.compress,
         )
     else:
         memory_only = {
@@ -284,6 +287,10 @@ def cmd_embed(args: argparse.Namespace) -> None:
             "--wheel": args.wheel,
             "--requirements": args.requirements,
             "--filesystem": args.filesystem,
+            "--include-module": args.include_module,
+            "--whole-stdlib": args.whole_stdlib,
+            "--keep-symbols": args.keep_symbols,
+            "--no-compress": not args.compress,
         }
         given = [flag for flag, value in memory_only.items() if value]
         if given:
@@ -300,7 +307,8 @@ def cmd_embed(args: argparse.Namespace) -> None:
         keep_work=Path(args.work_dir).resolve() if args.work_dir else None,
         memory=memory,
         pie=args.pie,
-        strip=args.strip,
+        # An application is stripped unless asked to keep its symbols; an interpreter when asked.
+        strip=args.strip or bool(args.main and not args.keep_symbols),
         limits=_limits(args),
     )
     say(f"embed: {time.monotonic() - started:.1f} s")
@@ -324,6 +332,17 @@ def cmd_bench_import(args: argparse.Namespace) -> None:
     limits = _limits(args)
     binary = ensure_memory_binary(ws, archive, args.cc, limits=limits)
     run_bench_import(ws, archive, binary, args.runs, pie_both=args.pie_both, cc=args.cc, limits=limits)
+
+
+def cmd_bench_app(args: argparse.Namespace) -> None:
+    from pyfreight.bench.apps import run_bench_app
+    from pyfreight.bench.imports import ensure_archive
+
+    if args.runs < 10:
+        raise PyfreightError(f"--runs {args.runs}: a median needs at least 10 runs of each command")
+    ws = default_workspace()
+    archive = Path(args.archive).resolve() if args.archive else ensure_archive(ws, _spec(args), args.jobs)
+    run_bench_app(ws, archive, args.runs, args.host_python, limits=_limits(args))
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
@@ -529,15 +548,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--extensions",
-        default="all",
         metavar="all|minimal|no-copyleft|NAME,…",
-        help="extension modules to build in (minimal ones are always added; default: all)",
+        help="extension modules to build in (minimal ones are always added; default: those an "
+        "application reaches, else all)",
     )
     p.add_argument("--cc", help="C compiler driver, e.g. gcc or clang-22 (default: $CC or cc)")
     p.add_argument("--emit-lib", action="store_true", help="stop at a self-contained static libpython")
     p.add_argument("--work-dir", help="keep the intermediate files (config.c, objects, log) here")
-    p.add_argument(
-        "--strip", action="store_true", help="leave the objects' debug information out of the output"
+    symbols = p.add_mutually_exclusive_group()
+    symbols.add_argument(
+        "--strip",
+        action="store_true",
+        help="leave the objects' debug information out of the output (an application's default)",
+    )
+    symbols.add_argument(
+        "--keep-symbols", action="store_true", help="keep an application's debug information"
     )
     pie = p.add_mutually_exclusive_group()
     pie.add_argument(
@@ -566,11 +591,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="lay the packed code objects out in the executable's data, so none is unmarshalled "
         "(CPython 3.13, 3.14 and 3.15 default builds; position-dependent unless --pie)",
     )
-    p.add_argument(
-        "--no-sources",
-        dest="sources",
-        action="store_false",
-        help="pack bytecode only (no getsource, no source lines)",
+    sources = p.add_mutually_exclusive_group()
+    sources.add_argument(
+        "--sources",
+        choices=("all", "app", "none"),
+        help="whose .py sources to pack (getsource, source lines in tracebacks): all, the --app "
+        "folders', none (default: an application's own, an interpreter's all)",
+    )
+    sources.add_argument(
+        "--no-sources", dest="sources", action="store_const", const="none", help="as --sources none"
     )
     p.add_argument(
         "--app", action="append", default=[], metavar="DIR", help="also pack this sys.path-like folder"
@@ -601,6 +630,26 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="keep this top-level module or package as files in OUT-packages/ (code that opens "
         "files beside its __file__, e.g. idlelib); repeatable",
+    )
+    p.add_argument(
+        "--include-module",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an application packs the stdlib modules its code imports: add this module (a package "
+        "with its submodules) that it imports by a computed name; repeatable",
+    )
+    p.add_argument(
+        "--no-compress",
+        dest="compress",
+        action="store_false",
+        help="pack modules uncompressed (default: each compressed with zstd, decompressed in memory "
+        "at its first import, where the archive has zstd: CPython 3.14 and newer)",
+    )
+    p.add_argument(
+        "--whole-stdlib",
+        action="store_true",
+        help="pack the whole stdlib and link every extension module into an application",
     )
     p.set_defaults(func=cmd_embed)
 
@@ -645,6 +694,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="also measure the memory binary linked the other way (PIE or not): start-up relocation cost",
     )
     p.set_defaults(func=cmd_bench_import)
+
+    p = sub.add_parser(
+        "bench-app",
+        parents=parents("python", "options", "target", "jobs", "limits"),
+        help="single-file applications: pyfreight embed's defaults beside PyInstaller --onefile, "
+        "size and start-up (table + JSON)",
+    )
+    p.add_argument("archive", nargs="?", metavar="ARCHIVE", help="a full archive (default: build --options)")
+    p.add_argument("--runs", type=int, default=20, help="interleaved runs of each command (at least 10)")
+    p.add_argument(
+        "--host-python",
+        default="python3",
+        metavar="PYTHON",
+        help="the Python PyInstaller runs with; it needs a shared libpython (default: python3)",
+    )
+    p.set_defaults(func=cmd_bench_app)
 
     p = sub.add_parser(
         "bench",

@@ -8,6 +8,7 @@ one with a compiled dependency (markupsafe: its extension module in OUT-packages
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -151,6 +152,18 @@ def test_bad_application_options_get_one_line(noopt_dist, tmp_path):
         assert "Traceback" not in result.stderr and not out.exists()
     without = pyfreight_cli("embed", noopt_dist.full, "--main", "json", "-o", tmp_path / "y")
     assert without.returncode != 0 and "--main is for the in-memory importer" in without.stderr
+    app = _app(tmp_path / "src", "tool", {"__init__.py": "", "__main__.py": "print(1)\n"})
+    for args, expected in {
+        ("--include-module", "csv"): "--include-module chooses what an application packs: add --main",
+        ("--whole-stdlib",): "--whole-stdlib chooses what an application packs: add --main",
+        ("--main", "tool", "--include-module", "no_such.mod"): "--include-module no_such.mod: no such module",
+    }.items():
+        result = pyfreight_cli(
+            "embed", noopt_dist.full, "--memory-importer", "--app", app, *args,
+            "-o", tmp_path / "z", "--cc", "gcc",
+        )  # fmt: skip
+        assert result.returncode != 0 and expected in result.stderr, (args, result.stderr[-2000:])
+        assert "Traceback" not in result.stderr and not (tmp_path / "z").exists()
 
 
 def test_a_folder_pyfreight_did_not_write_is_never_replaced(noopt_dist, tmp_path):
@@ -164,3 +177,66 @@ def test_a_folder_pyfreight_did_not_write_is_never_replaced(noopt_dist, tmp_path
     assert result.returncode != 0 and "was not written by pyfreight embed" in result.stderr, result.stderr
     assert (mine / "keep.txt").read_text() == "the user's\n"
     assert not (tmp_path / "tool").exists()
+
+
+BY_NAME = """\
+import importlib
+import sys
+
+
+def main():
+    for name in sys.argv[1:]:
+        print(name, "imported", importlib.import_module(name).__name__)
+"""
+
+
+def test_an_application_packs_what_it_reaches_and_names_what_it_left_out(noopt_dist, runtime_image, tmp_path):
+    """By default an application packs the stdlib it reaches (json here, imported by its
+    code; not csv, which it imports only by a computed name) and links the extension
+    modules that reaches; a module left out fails in one line naming --include-module."""
+    app = _app(tmp_path / "src", "byname", {"__init__.py": "", "cli.py": "import json\n" + BY_NAME})
+    made = {}
+    for kind, extra in {
+        "default": [],
+        # _ssl alone: the _socket it imports as it is made comes too, though no code shows it
+        "included": ["--include-module", "csv", "--include-module", "_ssl"],
+    }.items():
+        out = tmp_path / kind / "byname"
+        out.parent.mkdir()
+        result = pyfreight_cli(
+            "embed", noopt_dist.full, "--memory-importer", "--app", app, "--main", "byname.cli:main",
+            *extra, "-o", out, "--cc", "gcc",
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        made[kind] = (out, result)
+    default, included = made["default"][1], made["included"][1]
+    assert (
+        "_ssl" in default.stdout.split("left out:")[1] and "_sqlite3" in default.stdout.split("left out:")[1]
+    )
+    assert "_ssl" not in included.stdout.split("left out:")[1], included.stdout
+    assert "left out, " in default.stderr and "modules reached" in default.stderr, default.stderr[-3000:]
+
+    folder = _alone([made["default"][0]], tmp_path)
+    run = bash_in_image(runtime_image, folder, "./byname json; ./byname csv || echo exit $?", check=False)
+    assert "json imported json" in run.stdout, run.stdout + run.stderr
+    assert run.stderr.splitlines()[-1] == (
+        "ModuleNotFoundError: No module named 'csv': pyfreight embed left it out of this program, "
+        "whose code does not import it by name; make the program with --include-module csv"
+    ), run.stderr
+    assert "exit 1" in run.stdout
+    ssl = bash_in_image(runtime_image, folder, "./byname _ssl", check=False)
+    assert ssl.returncode == 1 and "--include-module _ssl" in ssl.stderr.splitlines()[-1], ssl.stderr
+
+    (tmp_path / "alone").rename(tmp_path / "alone-default")
+    folder = _alone([made["included"][0]], tmp_path)
+    run = bash_in_image(runtime_image, folder, "./byname csv _ssl _socket")
+    assert run.stdout.splitlines() == [
+        "csv imported csv",
+        "_ssl imported _ssl",
+        "_socket imported _socket",
+    ], run.stdout
+    # Stripped by default: no symbol table, no debug sections.
+    sections = subprocess.run(
+        ["readelf", "-S", "-W", made["default"][0]], capture_output=True, text=True
+    ).stdout
+    assert ".symtab" not in sections and ".debug_info" not in sections, sections

@@ -385,6 +385,54 @@ def test_a_single_file_exe_runs_alone_and_imports_the_stdlib_from_memory(windows
     print(f"single-file hello.exe: {(alone / 'hello.exe').stat().st_size / 1e6:.1f} MB")
 
 
+def test_a_single_file_exe_with_a_pypi_package_packs_what_it_reaches_and_runs_alone(
+    windows_archives, tmp_path
+):
+    """The defaults of a Windows application as of Linux ones: rich from PyPI (its wheels
+    downloaded by this machine's pip for win_amd64, installed under Wine offline by the
+    archive's pip) packed, only the stdlib it reaches, compressed; one .exe run alone. A
+    compiled package (.pyd needs python3XX.dll) is refused in one line."""
+    app = tmp_path / "app" / "table"
+    app.mkdir(parents=True)
+    (app / "__init__.py").write_text(
+        "import sys\nfrom rich.console import Console\nfrom rich.table import Table\n"
+        "def main():\n"
+        "    table = Table('tool', 'files')\n    table.add_row('pyfreight', '1')\n"
+        "    Console(width=40, color_system=None).print(table)\n"
+        "    import importlib\n"
+        "    importlib.import_module(sys.argv[1])\n"
+    )
+    (tmp_path / "requirements.txt").write_text("rich==15.0.0\n")
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    proc = pyfreight_cli(
+        "embed", windows_archives["full.tar.zst"], "-o", alone / "table.exe", "--memory-importer",
+        "--app", app.parent, "--main", "table:main", "--requirements", tmp_path / "requirements.txt",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "modules reached" in proc.stderr and "_tkinter" in proc.stdout.split("left out:")[1], proc.stdout
+    assert sorted(p.name for p in alone.iterdir()) == ["table.exe"]
+    alone.chmod(0o755)
+    ran = run_windows_program(WINDOWS, default_workspace(), alone, "table.exe", ["json"])
+    # rich draws with box characters or, where the code page has none, ASCII ones
+    assert re.search(r"^\W pyfreight \W 1 +\W$", ran.stdout, re.MULTILINE), ran.stdout + ran.stderr
+    left_out = run_windows_program(WINDOWS, default_workspace(), alone, "table.exe", ["csv"], check=False)
+    assert left_out.returncode == 1 and left_out.stderr.strip().splitlines()[-1].endswith(
+        "make the program with --include-module csv"
+    ), left_out.stderr
+    print(f"single-file table.exe: {(alone / 'table.exe').stat().st_size / 1e6:.1f} MB")
+
+    (tmp_path / "requirements.txt").write_text("markupsafe==3.0.3\n")
+    compiled = pyfreight_cli(
+        "embed", windows_archives["full.tar.zst"], "-o", tmp_path / "escape.exe", "--memory-importer",
+        "--app", app.parent, "--main", "table:main", "--requirements", tmp_path / "requirements.txt",
+    )  # fmt: skip
+    assert compiled.returncode == 1 and "Traceback" not in compiled.stderr, compiled.stderr
+    assert "markupsafe: compiled modules (.pyd) load only beside python314.dll" in compiled.stderr, (
+        compiled.stderr
+    )
+
+
 def test_embed_steps_not_made_for_windows_are_refused_in_one_line(windows_archives, tmp_path):
     proc = pyfreight_cli(
         "embed",

@@ -102,13 +102,15 @@ def _time_once(command: list[str], env: dict[str, str]) -> float:
     return elapsed
 
 
-def measure(commands: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, Measurement]:
+def measure(
+    commands: dict[str, list[str]], runs: int, env: dict[str, str], step: str = "bench-import"
+) -> dict[str, Measurement]:
     """Each command `runs` times, interleaved round by round, after one warm-up each."""
     for command in commands.values():
         _time_once(command, env)
     results = {label: Measurement(label, command, []) for label, command in commands.items()}
     for round_no in range(runs):
-        say(f"bench-import: round {round_no + 1}/{runs}")
+        say(f"{step}: round {round_no + 1}/{runs}")
         for label, command in commands.items():
             results[label].seconds.append(_time_once(command, env))
     return results

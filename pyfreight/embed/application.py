@@ -58,17 +58,21 @@ def parse_main(text: str) -> MainSpec:
     return MainSpec(match["module"], match["function"])
 
 
+def check_package_inputs(wheels: Sequence[Path], requirements: Path | None) -> None:
+    for wheel in wheels:
+        if not (wheel.is_file() and wheel.name.endswith(".whl")):
+            raise PyfreightError(f"--wheel {wheel}: not a wheel file (.whl)")
+    if requirements is not None and not requirements.is_file():
+        raise PyfreightError(f"--requirements {requirements}: no such file")
+
+
 def install_third_party(
     python: Path, wheels: Sequence[Path], requirements: Path | None, site: Path, log: Path
 ) -> None:
     """pip install --target `site` of the wheels and the requirements file, binary only.
     Wheels alone install offline (--no-index: their dependencies must be given too); a
     requirements file resolves through pip's own configuration (PIP_INDEX_URL, pip.conf)."""
-    for wheel in wheels:
-        if not (wheel.is_file() and wheel.name.endswith(".whl")):
-            raise PyfreightError(f"--wheel {wheel}: not a wheel file (.whl)")
-    if requirements is not None and not requirements.is_file():
-        raise PyfreightError(f"--requirements {requirements}: no such file")
+    check_package_inputs(wheels, requirements)
     command = [str(python), "-I", "-m", "pip", "install", "--target", str(site), "--only-binary", ":all:"]
     command += ["--no-compile", "--disable-pip-version-check", "--no-warn-script-location", "--no-input"]
     command += ["--no-index"] if requirements is None else ["-r", str(requirements.resolve())]

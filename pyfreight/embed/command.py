@@ -15,7 +15,7 @@ from pathlib import Path
 from pyfreight.embed.archive import archive_pie, archive_target, open_archive
 from pyfreight.embed.host_toolchain import find_toolchain
 from pyfreight.embed.link import Linker, build_libpython, link_executable, plan_embed, self_contained_library
-from pyfreight.embed.memory import PackOptions, link_memory_importer
+from pyfreight.embed.memory import PackOptions, link_memory_importer, stage_memory_importer
 from pyfreight.embed.zig import pinned_zig
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits
@@ -56,7 +56,7 @@ class EmbedResult:
 def embed(
     archive_path: Path,
     output: Path,
-    selection: str = "all",
+    selection: str | None = None,
     cc: str | None = None,
     emit_lib: bool = False,
     keep_work: Path | None = None,
@@ -71,8 +71,9 @@ def embed(
     archive's own interpreter) chooses a PIE or a position-dependent executable: no
     ASLR for its own code, but none of the ~70,000 relative relocations a PIE applies
     at every start. `strip` drops the debug info the
-    archive's objects carry (about half of an interpreter's size). `ws` (default: the
-    checkout's) holds the pinned compiler of a target that has one."""
+    archive's objects carry (about half of an interpreter's size). `selection` (default:
+    what an application reaches, else all) names the extension modules. `ws` (default:
+    the checkout's) holds the pinned compiler of a target that has one."""
     ws = ws or default_workspace()
     output = output.resolve()
     if not output.parent.is_dir():
@@ -89,7 +90,11 @@ def embed(
         if pie is None:
             # Static code objects hold about a million pointers a PIE would relocate at every start.
             pie = archive_pie(archive) and not (memory is not None and memory.static_code)
-        extra = ([] if pie else ["-no-pie"]) + (["-Wl,--strip-debug"] if strip else [])
+        # An application needs no symbol table either (the dynamic symbols, which extension
+        # modules beside it link against, stay); an interpreter keeps it for debuggers.
+        application = memory is not None and memory.main is not None
+        stripping = ["-Wl,--strip-all" if application else "-Wl,--strip-debug"] if strip else []
+        extra = ([] if pie else ["-no-pie"]) + stripping
         target = archive_target(archive)
         if target.binary_format == "pe":
             extra = []  # a PE image is relocatable (ASLR) and linked without symbols (-s) anyway
@@ -100,12 +105,14 @@ def embed(
             pinned_zig(target, ws) if target.zig is not None and not (cc or os.environ.get("CC")) else None
         )
         toolchain = find_toolchain(archive.object_file_format, cc, work, pinned, target.binary_format)
-        plan = plan_embed(archive, selection, toolchain.nm)
+        linker = Linker(toolchain, work)
+        staged = stage_memory_importer(archive, linker, output, memory, ws) if memory is not None else None
+        reached = staged.extensions(archive) if staged is not None else None
+        plan = plan_embed(archive, selection or reached or "all", toolchain.nm)
         kept = f"{len(plan.extensions)} extension modules, {len(plan.dropped)} left out"
         say(f"embed: {kept}; {toolchain.describe()}")
-        linker = Linker(toolchain, work)
-        if memory is not None:
-            packages = link_memory_importer(plan, linker, output, memory, extra, ws)
+        if memory is not None and staged is not None:
+            packages = link_memory_importer(plan, linker, output, memory, staged, extra, ws)
             return EmbedResult(
                 output, [e.name for e in plan.extensions], plan.dropped, toolchain.describe(), "", packages
             )

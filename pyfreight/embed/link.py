@@ -96,11 +96,12 @@ class Linker:
         self.run([self.toolchain.ar, "sD", str(out)], "indexing libpython")
 
 
-def link_flags(plan: EmbedPlan, toolchain: HostToolchain) -> list[str]:
-    """Everything after the program's own objects: libpython whole (so extension modules
-    loaded later find the full C API, as with CPython's own interpreter), the shipped
-    static libraries as a group (their order among themselves does not matter), system
-    libraries by name, and the interpreter's export and hardening flags."""
+def link_flags(plan: EmbedPlan, toolchain: HostToolchain, exports: bool = True) -> list[str]:
+    """Everything after the program's own objects and libpython: the shipped static
+    libraries as a group (their order among themselves does not matter), system libraries
+    by name, and the interpreter's export and hardening flags. Without `exports` (a program
+    that loads no extension module from a file and has no ctypes to look the C API up),
+    an ELF program exports nothing and the linker drops the sections nothing uses."""
     libraries = plan.inputs.static_libraries
     missing = [str(p) for p in libraries if not p.is_file()]
     if missing:
@@ -131,7 +132,7 @@ def link_flags(plan: EmbedPlan, toolchain: HostToolchain) -> list[str]:
     hidden = ":".join(p.name for p in libraries)
     flags = ["-Wl,--start-group", *map(str, libraries), "-Wl,--end-group"]
     flags += [f"-l{name}" for name in plan.inputs.system_libraries]
-    flags += ["-pthread", "-Xlinker", "-export-dynamic"]
+    flags += ["-pthread", *(["-Xlinker", "-export-dynamic"] if exports else ["-Wl,--gc-sections"])]
     # The bundled libraries' symbols stay private, as in the distribution's interpreter.
     if hidden:
         flags.append(f"-Wl,--exclude-libs,{hidden}")
@@ -183,9 +184,12 @@ def link_executable(
     output: Path,
     program_objects: Sequence[Path],
     extra_flags: Sequence[str] = (),
+    exports: bool = True,
 ) -> None:
     """Links `program_objects` (main and friends) with libpython into `output`, written
-    under a temporary name and renamed only once the linker succeeded."""
+    under a temporary name and renamed only once the linker succeeded. With `exports`,
+    libpython goes in whole (so extension modules loaded later find the full C API, as
+    with CPython's own interpreter); without, only what the program calls."""
     partial = output.with_name(f".{output.name}.partial")
     partial.unlink(missing_ok=True)
     command = [
@@ -193,8 +197,8 @@ def link_executable(
         "-o",
         str(partial),
         *map(str, program_objects),
-        *whole_archive(library, linker.toolchain),
-        *link_flags(plan, linker.toolchain),
+        *(whole_archive(library, linker.toolchain) if exports else [str(library)]),
+        *link_flags(plan, linker.toolchain, exports),
         *extra_flags,
     ]
     if linker.toolchain.binary_format == "pe":
