@@ -146,6 +146,25 @@ def test_bench_import_on_an_archive(noopt_dist):
 
 
 @pytest.mark.part(BENCHMARKS)
+def test_bench_app_beside_pyinstaller(noopt_dist):
+    """`pyfreight bench-app ARCHIVE`: three applications made by embed's defaults and by
+    PyInstaller --onefile (from PyPI, on the host's Python), each run alone; one table,
+    one JSON, where every executable ran and said what its code prints."""
+    out = _ok(pyfreight_cli("bench-app", noopt_dist.full, "--runs", "10"))
+    for app in ("hello", "tls-sqlite-json", "rich-table"):
+        assert re.search(rf"^{app}\s+([0-9.]+\s+){{5}}$", out + "\n", re.M), out[-3000:]
+    saved = re.search(r"bench-app: saved (\S+\.json)", out)
+    assert saved is not None, out[-2000:]
+    report = json.loads(Path(saved.group(1)).read_text())
+    outputs = report["outputs"]
+    for maker in ("pyfreight", "PyInstaller", "python -c"):
+        assert outputs[f"hello {maker}"] == "hello world\n", outputs
+        assert json.loads(outputs[f"tls-sqlite-json {maker}"]) == {"verify": True, "rows": [[42]]}, outputs
+        assert "pyfreight" in outputs[f"rich-table {maker}"], outputs
+    assert all(size > 1_000_000 for size in report["bytes"].values()), report["bytes"]
+
+
+@pytest.mark.part(BENCHMARKS)
 def test_bench_our_build_against_another_tree_and_debian(noopt_dist, tmp_path):
     """`pyfreight bench --options … --against …` for real: two benchmarks on our noopt
     build, the same tree handed in as another column, and Debian's python3.14, in the

@@ -299,7 +299,9 @@ unpacked(uint32_t flags, uint64_t off, uint64_t len)
     if (bytes == NULL) {
         return NULL;
     }
-    size_t got = ZSTD_decompress(PyBytes_AS_STRING(bytes), (size_t)size, src, (size_t)len);
+    /* The functions, not the macros: their asserts would put the headers' paths (__FILE__)
+       into the object, and the executable would depend on the work folder. */
+    size_t got = ZSTD_decompress(PyBytes_AsString(bytes), (size_t)size, src, (size_t)len);
     if (ZSTD_isError(got) || got != size) {
         Py_DECREF(bytes);
         PyErr_SetString(PyExc_ImportError, "_pyfreight_memory: a compressed module does not decompress");
@@ -324,7 +326,7 @@ load_code(const module_entry *m)
     if (bytes == NULL) {
         return NULL;
     }
-    PyObject *code = PyMarshal_ReadObjectFromString(PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes));
+    PyObject *code = PyMarshal_ReadObjectFromString(PyBytes_AsString(bytes), PyBytes_Size(bytes));
     Py_DECREF(bytes);
     return code;
 }
