@@ -78,12 +78,15 @@ def install_third_party(
     command += ["--no-index"] if requirements is None else ["-r", str(requirements.resolve())]
     command += [str(w.resolve()) for w in wheels]
     say(f"embed: installing the application's packages with the archive's pip (log {log})")
+    run_pip(command, "install the application's packages", log)
+
+
+def run_pip(command: Sequence[str], what: str, log: Path) -> None:
+    """Runs a pip command, its output appended to `log`; stops with the log's tail."""
     with log.open("a") as out:
         result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if result.returncode != 0:
-        raise PyfreightError(
-            f"embed: pip could not install the application's packages; log {log}:\n{tail(log)}"
-        )
+        raise PyfreightError(f"embed: pip could not {what}; log {log}:\n{tail(log)}")
 
 
 def _distribution_entries(site: Path) -> list[tuple[set[str], bool]]:

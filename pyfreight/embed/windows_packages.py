@@ -6,11 +6,10 @@ Wine from that folder alone, as `install_third_party` does for an archive that r
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-from pyfreight.embed.application import check_package_inputs
+from pyfreight.embed.application import check_package_inputs, run_pip
 from pyfreight.embed.archive_python import run_archive_python
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say, tail
@@ -32,12 +31,7 @@ def download_wheels(archive: Distribution, requirements: Path, wheels: Path, log
         command += ["--abi", abi]
     command += ["-r", str(requirements.resolve())]
     say(f"embed: downloading the application's {platform} wheels with this machine's pip (log {log})")
-    with log.open("a") as out:
-        result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    if result.returncode != 0:
-        raise PyfreightError(
-            f"embed: pip could not download the application's wheels; log {log}:\n{tail(log)}"
-        )
+    run_pip(command, "download the application's wheels", log)
 
 
 def install_under_wine(
