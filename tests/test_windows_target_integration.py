@@ -420,6 +420,8 @@ def test_a_single_file_exe_with_a_pypi_package_packs_what_it_reaches_and_runs_al
     assert left_out.returncode == 1 and left_out.stderr.strip().splitlines()[-1].endswith(
         "make the program with --include-module csv"
     ), left_out.stderr
+    # The application's own sources are packed: the traceback shows its line.
+    assert "    importlib.import_module(sys.argv[1])" in left_out.stderr, left_out.stderr
     print(f"single-file table.exe: {(alone / 'table.exe').stat().st_size / 1e6:.1f} MB")
 
     (tmp_path / "requirements.txt").write_text("markupsafe==3.0.3\n")

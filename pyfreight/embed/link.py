@@ -192,12 +192,15 @@ def link_executable(
     with CPython's own interpreter); without, only what the program calls."""
     partial = output.with_name(f".{output.name}.partial")
     partial.unlink(missing_ok=True)
+    # A PE program's objects call the C API through __imp_ pointers, which lld makes for
+    # symbols of loaded objects only; Mach-O is left as it was proven.
+    whole = exports or linker.toolchain.binary_format != "elf"
     command = [
         *linker.toolchain.cc,
         "-o",
         str(partial),
         *map(str, program_objects),
-        *(whole_archive(library, linker.toolchain) if exports else [str(library)]),
+        *(whole_archive(library, linker.toolchain) if whole else [str(library)]),
         *link_flags(plan, linker.toolchain, exports),
         *extra_flags,
     ]

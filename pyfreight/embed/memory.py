@@ -109,8 +109,9 @@ def pack_stdlib(
     sources = options.sources or ("app" if options.main is not None else "all")
     arguments += ["--sources"] if sources == "all" else []
     for app in staged.apps:
-        arguments += ["--app", app]
-        arguments += ["--sources-of", app] if sources == "app" and app in options_apps(options) else []
+        # Paths are compared here, not in pack.py: under Wine each arrives under its own mount.
+        with_sources = sources == "app" and app in options_apps(options)
+        arguments += ["--app-sources" if with_sources else "--app", app]
     for name in staged.exclude:
         arguments += ["--exclude", name]
     if staged.reach is not None:

@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         "--app", type=Path, action="append", default=[], help="a directory laid out like a sys.path entry"
     )
     parser.add_argument(
-        "--sources-of", type=Path, action="append", default=[], help="an --app whose sources to pack"
+        "--app-sources", type=Path, action="append", default=[], help="an --app whose sources are packed too"
     )
     parser.add_argument("--strict", action="store_true", help="fail if any module does not compile")
     parser.add_argument(
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         def compress(data: bytes) -> bytes:
             return zstd.compress(data, level=COMPRESSION_LEVEL)  # type: ignore[no-any-return, unused-ignore]
 
-    for directory in [args.stdlib, *args.app]:
+    for directory in [args.stdlib, *args.app, *args.app_sources]:
         if not directory.is_dir():
             parser.error(f"not a directory: {directory}")
     reached = None
@@ -333,14 +333,14 @@ def main(argv: list[str] | None = None) -> int:
         reached = frozenset(json.loads(args.reach.read_text())["modules"])
     result = pack(
         args.stdlib,
-        args.app,
+        [*args.app, *args.app_sources],
         optimize=args.optimize,
         sources=args.sources,
         exclude=frozenset(args.exclude),
         reached=reached,
         left_out=frozenset(args.left_out),
         compress=compress,
-        sources_of=frozenset(args.sources_of),
+        sources_of=frozenset(args.app_sources),
     )
     for path, why in result.failed:
         print(f"pack.py: not compiled: {path}: {why}", file=sys.stderr)
