@@ -30,6 +30,7 @@ from pyfreight.formats.macho_symbols import hide_in_library
 from pyfreight.paths import REPO_ROOT, default_workspace
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import all_targets
+from pyfreight.toolchain import LLVM
 from pyfreight.verify.macho_rules import macho_problems
 
 ARM = all_targets()["aarch64-apple-darwin"]
@@ -228,8 +229,9 @@ def test_a_dependencys_symbols_are_linked_but_never_exported_once_hidden(tmp_pat
         subprocess.run([*zig.command, "-O2", "-c", str(tmp_path / name), "-o", str(tmp_path / f"{name}.o")],
                        check=True, env=env, timeout=300)  # fmt: skip
     library = tmp_path / "libssl.a"
-    subprocess.run(["llvm-ar-19", "qcD", str(library), str(tmp_path / "api.c.o"), str(tmp_path / "user.c.o")],
-                   check=True)  # fmt: skip
+    # the host's llvm-ar of the build's LLVM, which make setup installs
+    members = [str(tmp_path / "api.c.o"), str(tmp_path / "user.c.o")]
+    subprocess.run([f"llvm-ar-{LLVM}", "qcD", str(library), *members], check=True)
     before = library.stat().st_size
     assert hide_in_library(library) == 2
     assert library.stat().st_size == before and hide_in_library(library) == 0  # in place, once
