@@ -15,6 +15,7 @@ CPython 3.11-3.15 can run this file.
 
 import argparse
 import ast
+import importlib.machinery
 import json
 import modulefinder
 import os
@@ -52,6 +53,9 @@ CODEC_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{1,30}")
 NOT_FOLLOWED = ("test", "importlib._bootstrap", "importlib._bootstrap_external")
 # modulefinder's kind of a module read from a .py file.
 SOURCE: int = getattr(modulefinder, "_PY_SOURCE")  # noqa: B009  (private: typeshed omits it)
+# Our own kind, for a namespace package (a folder without __init__.py), which modulefinder
+# does not know: it fails on the loader-less spec the path finder gives for one.
+NAMESPACE = -1
 
 
 def _main_guard(node: ast.stmt) -> bool:
@@ -87,7 +91,19 @@ class ImportedModuleFinder(modulefinder.ModuleFinder):
     """modulefinder, reading a module as an import runs it: without its main guard (heapq's
     alone reaches doctest, and with it unittest, pdb and pydoc)."""
 
+    def find_module(self, name, path, parent=None):  # type: ignore[no-untyped-def]
+        fullname = name if parent is None else f"{parent.__name__}.{name}"
+        if fullname not in self.excludes and not (path is None and name in sys.builtin_module_names):
+            spec = importlib.machinery.PathFinder.find_spec(name, self.path if path is None else path)
+            if spec is not None and spec.loader is None and spec.submodule_search_locations:
+                return None, list(spec.submodule_search_locations), ("", "", NAMESPACE)
+        return super().find_module(name, path, parent)
+
     def load_module(self, fqname, fp, pathname, file_info):  # type: ignore[no-untyped-def]
+        if file_info[2] == NAMESPACE:
+            package: Any = self.add_module(fqname)
+            package.__path__ = pathname
+            return package
         if file_info[2] != SOURCE or fqname == "__main__":
             return super().load_module(fqname, fp, pathname, file_info)
         tree = _as_imported(ast.parse(fp.read(), pathname))
