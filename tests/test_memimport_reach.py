@@ -62,17 +62,23 @@ def test_an_app_folder_makes_every_module_in_it_reached_and_whole_adds_a_package
     assert {"email.mime.text", "email.mime.multipart"} <= modules
 
 
-def test_a_namespace_package_is_followed_like_any_package(tmp_path: Path) -> None:
+def test_a_namespace_package_run_as_m_is_followed_without_what_runpy_needs_only_for_paths(
+    tmp_path: Path,
+) -> None:
     # A folder without __init__.py (as `python -m app` runs app/__main__.py): modulefinder
-    # alone fails on it with an AttributeError.
+    # alone fails on it with an AttributeError. The start code is embed's for `--main hw`.
     app = tmp_path / "nsapp"
     (app / "hw").mkdir(parents=True)
     (app / "hw" / "__main__.py").write_text("import csv\nfrom hw import part\n")
     (app / "hw" / "part.py").write_text("import shlex\n")
     out = tmp_path / "reach.json"
     command = [sys.executable, "-I", "-S", str(memimport.REACH), "--path", str(app), "--path", str(STDLIB)]
-    command += ["--root", "hw.__main__", "--app", str(app), "--out", str(out)]
+    start = tmp_path / "start.py"
+    start.write_text("import runpy\nrunpy._run_module_as_main('hw', False)\n")
+    command += ["--root", "hw.__main__", "--app", str(app), "--start", str(start), "--out", str(out)]
     proc = subprocess.run(command, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     modules = set(json.loads(out.read_text())["modules"])
-    assert {"hw", "hw.__main__", "hw.part", "csv", "shlex"} <= modules
+    assert {"hw", "hw.__main__", "hw.part", "csv", "shlex", "runpy", "importlib.util"} <= modules
+    # runpy.run_path's pkgutil (and with it zipfile and email) serves a path, not -m.
+    assert not {"pkgutil", "zipfile", "email"} & modules, {"pkgutil", "zipfile", "email"} & modules

@@ -51,6 +51,10 @@ CODEC_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{1,30}")
 # interpreter runs frozen (their lazy imports serve importlib.metadata, which a program
 # that uses it imports itself).
 NOT_FOLLOWED = ("test", "importlib._bootstrap", "importlib._bootstrap_external")
+# Imports inside functions that no started program runs, by module: runpy's run_path
+# imports pkgutil (and through it zipfile, email, urllib...), while the start code of an
+# application (`--main pkg`) calls only _run_module_as_main.
+UNUSED_LAZY_IMPORTS = {"runpy": frozenset({"pkgutil"})}
 # modulefinder's kind of a module read from a .py file.
 SOURCE: int = getattr(modulefinder, "_PY_SOURCE")  # noqa: B009  (private: typeshed omits it)
 # Our own kind, for a namespace package (a folder without __init__.py), which modulefinder
@@ -87,6 +91,26 @@ def _as_imported(tree: ast.Module) -> ast.Module:
     return tree
 
 
+class _DropImports(ast.NodeTransformer):
+    """Drops the imports of `names` made inside functions."""
+
+    def __init__(self, names: "frozenset[str]") -> None:
+        self.names = names
+        self.depth = 0
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+        return node
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
+        return ast.Pass() if self.depth and node.module in self.names else node
+
+    def visit_Import(self, node: ast.Import) -> ast.AST:
+        return ast.Pass() if self.depth and {a.name for a in node.names} <= self.names else node
+
+
 class ImportedModuleFinder(modulefinder.ModuleFinder):
     """modulefinder, reading a module as an import runs it: without its main guard (heapq's
     alone reaches doctest, and with it unittest, pdb and pydoc)."""
@@ -107,6 +131,8 @@ class ImportedModuleFinder(modulefinder.ModuleFinder):
         if file_info[2] != SOURCE or fqname == "__main__":
             return super().load_module(fqname, fp, pathname, file_info)
         tree = _as_imported(ast.parse(fp.read(), pathname))
+        if fqname in UNUSED_LAZY_IMPORTS:
+            tree = ast.fix_missing_locations(_DropImports(UNUSED_LAZY_IMPORTS[fqname]).visit(tree))
         module: Any = self.add_module(fqname)  # modulefinder.Module: attributes as a module's
         module.__file__ = pathname
         module.__code__ = compile(tree, pathname, "exec", dont_inherit=True)
