@@ -242,7 +242,7 @@ def test_blob_asm(tmp_path: Path) -> None:
     blob = tmp_path / "x.blob"
     text = memimport.blob_asm(blob)
     assert f'.incbin "{blob.resolve()}"' in text
-    assert ".section .rodata.pyfreight_blob" in text and ".note.GNU-stack" in text
+    assert ".section .pyfreight_blob" in text and ".note.GNU-stack" in text
     assert text.index("pyfreight_blob_start:") < text.index(".incbin") < text.index("pyfreight_blob_end:")
     with pytest.raises(ValueError):
         memimport.blob_asm(tmp_path / 'a"b.blob')

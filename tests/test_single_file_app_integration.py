@@ -7,6 +7,7 @@ one with a compiled dependency (markupsafe: its extension module in OUT-packages
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pyfreight.container.images import base_tag, ensure_images, load_spec
+from pyfreight.memimport import blobformat as bf
 from pyfreight.paths import default_workspace
 from pyfreight.targets import default_target
 from tests.conftest import pyfreight_cli
@@ -240,3 +242,80 @@ def test_an_application_packs_what_it_reaches_and_names_what_it_left_out(noopt_d
         ["readelf", "-S", "-W", made["default"][0]], capture_output=True, text=True
     ).stdout
     assert ".symtab" not in sections and ".debug_info" not in sections, sections
+
+
+def _blob_of(program: bytes, path: Path) -> int:
+    """Where the module blob starts in an ELF program: its own section, the last the
+    loader maps (readelf's columns: name, type, address, offset, size)."""
+    sections = subprocess.run(
+        ["readelf", "-S", "-W", path], capture_output=True, text=True, check=True
+    ).stdout
+    found = re.search(r"\.pyfreight_blob\s+PROGBITS\s+\S+\s+([0-9a-f]+)\s+([0-9a-f]+)", sections)
+    assert found, sections
+    offset = int(found[1], 16)
+    assert offset + int(found[2], 16) > len(program) * 0.8, "the blob ends the loaded image"
+    return offset
+
+
+def _frame_of(blob: bytes, name: str) -> tuple[int, int, int]:
+    """A packed module's flags and where its code lies in the blob (blobformat's layout)."""
+    header = bf.HEADER.unpack_from(blob)
+    count, index, strings = header[7], header[9], header[11]
+    for i in range(count):
+        name_off, name_len, flags, _, code_off, code_len, _, _ = bf.MODULE_ENTRY.unpack_from(
+            blob, index + i * bf.MODULE_ENTRY.size
+        )
+        if blob[strings + name_off : strings + name_off + name_len] == name.encode():
+            return flags, code_off, code_len
+    raise AssertionError(f"{name} is not in the blob")
+
+
+def test_a_program_file_cut_short_or_damaged_fails_in_one_line(noopt_dist, runtime_image, tmp_path):
+    """A namespace package run as -m (app/__main__.py, no __init__.py) makes a program that
+    runs alone; cut short within its blob (an interrupted download), its compressed main
+    module changed or its blob's header changed, it fails in one line saying so."""
+    app = _app(tmp_path / "src", "hw", {"__main__.py": 'print("hello world")\n'})
+    out = tmp_path / "out" / "hw"
+    out.parent.mkdir()
+    made = pyfreight_cli(
+        "embed", noopt_dist.full, "--memory-importer", "--app", app, "--main", "hw", "-o", out, "--cc", "gcc"
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-3000:]
+    program = out.read_bytes()
+    start = _blob_of(program, out)
+    total = bf.HEADER.unpack_from(program, start)[-1]
+    flags, code_off, code_len = _frame_of(program[start : start + total], "hw.__main__")
+    assert flags & bf.FLAG_COMPRESSED, flags
+
+    damaged = {
+        "whole": program,
+        "cut": program[: start + total // 2],
+        "frame": _flipped(program, start + code_off + code_len // 2),
+        "header": _flipped(program, start),
+    }
+    folder = tmp_path / "alone"
+    folder.mkdir()
+    for name, data in damaged.items():
+        (folder / name).write_bytes(data)
+        (folder / name).chmod(0o755)
+    script = "for p in whole cut frame header; do rc=0; ./$p 2>$p.err || rc=$?; echo $p $rc; done"
+    run = bash_in_image(runtime_image, folder, script, check=False)
+    assert run.stdout.splitlines() == ["hello world", "whole 0", "cut 1", "frame 1", "header 1"], run.stdout
+    errors = {name: (folder / f"{name}.err").read_text().splitlines() for name in damaged}
+    assert errors["whole"] == []
+    assert errors["cut"] == [
+        f"/p/cut: this program file is cut short "
+        f"({start + total // 2} of {len(program)} bytes); copy or download it again"
+    ], errors["cut"]
+    assert (
+        len(errors["frame"]) == 1
+        and "module hw.__main__ is damaged in this program file" in errors["frame"][0]
+    )
+    assert len(errors["header"]) == 1 and "this program file is damaged (" in errors["header"][0], errors
+    assert "no PYFRMEM header" in errors["header"][0]
+
+
+def _flipped(data: bytes, at: int) -> bytes:
+    changed = bytearray(data)
+    changed[at] ^= 0xFF
+    return bytes(changed)

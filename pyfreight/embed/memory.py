@@ -334,5 +334,14 @@ def link_memory_importer(
     # An application loads extension modules from files only from its packages folder, and
     # only ctypes looks the C API up by name (ctypes.pythonapi).
     exports = options.main is None or has_packages or any(e.name == "_ctypes" for e in plan.extensions)
-    link_executable(plan, linker, library, output, objects, extra_flags, exports)
+    link_executable(plan, linker, library, output, objects, [*extra_flags, *blob_placement(linker)], exports)
     return application.write_packages_folder(output, on_disk)
+
+
+def blob_placement(linker: Linker) -> list[str]:
+    """The link flags that put an ELF program's blob at its end (memimport.BLOB_LINK_SCRIPT)."""
+    if linker.toolchain.binary_format != "elf":
+        return []
+    script = linker.work / "blob.ld"
+    script.write_text(memimport.BLOB_LINK_SCRIPT)
+    return [f"-Wl,-T,{script}"]

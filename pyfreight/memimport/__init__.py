@@ -21,6 +21,21 @@ STATIC_CODE_GENERATOR = PACKAGE_DIR / "staticcode.py"  # run by the target inter
 STATIC_CODE_RUNTIME = (PACKAGE_DIR / "static_code.h", PACKAGE_DIR / "static_code.c")
 
 
+# An ELF program's blob goes after everything else the loader maps, in a read-only segment
+# of its own: a program file cut short (an interrupted download or copy) then still loads
+# and starts when the cut is in the blob, and main.c reports it in one line. (Anywhere
+# before, the kernel or the dynamic loader touches a missing page of the data segment and
+# the program dies of a signal.) Given with -T, this only adds to the linker's own script
+# (GNU ld and lld).
+BLOB_LINK_SCRIPT = """\
+SECTIONS
+{
+  .pyfreight_blob ALIGN(CONSTANT(MAXPAGESIZE)) : { KEEP(*(.pyfreight_blob)) }
+}
+INSERT AFTER .bss;
+"""
+
+
 def blob_asm(blob_path: Path, binary_format: str = "elf") -> str:
     """Text of a .S file that embeds blob_path between pyfreight_blob_start and pyfreight_blob_end.
 
@@ -34,7 +49,8 @@ def blob_asm(blob_path: Path, binary_format: str = "elf") -> str:
         raise ValueError(f"blob path not usable in an .incbin directive: {path!r}")
     # By the target's binary format, not its objects' (an lto archive's are LLVM bitcode).
     elf = binary_format != "pe"
-    section = '.section .rodata.pyfreight_blob,"a"' if elf else '.section .rdata,"dr"'
+    # ELF: a section of its own, which BLOB_LINK_SCRIPT places at the image's end.
+    section = '.section .pyfreight_blob,"a"' if elf else '.section .rdata,"dr"'
     start_type = "    .type pyfreight_blob_start, @object\n" if elf else ""
     end_type = "    .type pyfreight_blob_end, @object\n" if elf else ""
     trailer = (

@@ -34,6 +34,13 @@
 #define SEPARATORS "/"
 #define PATH_LIST_SEPARATOR ':'
 #endif
+#ifdef __ELF__
+#include <elf.h>
+#include <stdint.h>
+#include <sys/stat.h>
+/* The ELF header, mapped at the image's start; GNU ld and lld define the symbol. */
+extern const Elf64_Ehdr __ehdr_start __attribute__((weak, visibility("hidden")));
+#endif
 
 PyMODINIT_FUNC PyInit__pyfreight_memory(void);
 
@@ -62,6 +69,40 @@ self_path(char *buf, size_t size)
     }
     buf[n] = '\0';
     return 0;
+#endif
+}
+
+/* Whether the program file is as long as the linker wrote it.  An ELF file cut short (an
+   interrupted download or copy) still loads when the cut is in the module blob, which the link
+   puts at the image's end: the missing pages fault only when read.  The section headers end the
+   file, so where they end is the length it must have.  (A PE or Mach-O file cut short is refused
+   by the system's loader.) */
+static int
+file_is_whole(const char *exe)
+{
+#ifdef __ELF__
+    const unsigned char *ident = (const unsigned char *)&__ehdr_start;
+    if (ident == NULL) {
+        return 1;
+    }
+    uint64_t end;
+    if (ident[EI_CLASS] == ELFCLASS64) {
+        end = __ehdr_start.e_shoff + (uint64_t)__ehdr_start.e_shnum * __ehdr_start.e_shentsize;
+    }
+    else {
+        const Elf32_Ehdr *h = (const Elf32_Ehdr *)ident;
+        end = h->e_shoff + (uint64_t)h->e_shnum * h->e_shentsize;
+    }
+    struct stat st;
+    if (end == 0 || stat("/proc/self/exe", &st) != 0 || (uint64_t)st.st_size >= end) {
+        return 1;
+    }
+    fprintf(stderr, "%s: this program file is cut short (%llu of %llu bytes); copy or download it again\n",
+            exe, (unsigned long long)st.st_size, (unsigned long long)end);
+    return 0;
+#else
+    (void)exe;
+    return 1;
 #endif
 }
 
@@ -295,6 +336,21 @@ done:
     return status;
 }
 
+/* The in-memory importer would not install: its blob fails the checks memimport.c makes, which
+   only a program file changed after the link can do.  One line, naming what failed. */
+static void
+report_damage(const char *exe)
+{
+    PyObject *error = PyErr_GetRaisedException();
+    PyObject *text = error != NULL ? PyObject_Str(error) : NULL;
+    const char *what = text != NULL ? PyUnicode_AsUTF8(text) : NULL;
+    PyErr_Clear();
+    fprintf(stderr, "%s: this program file is damaged (%s); copy or download it again\n", exe,
+            what != NULL ? what : "its module blob is unreadable");
+    Py_XDECREF(text);
+    Py_XDECREF(error);
+}
+
 static int
 install_finder(void)
 {
@@ -320,6 +376,9 @@ main(int argc, char **argv)
         fprintf(stderr, "%s: cannot find its own executable file\n", argc > 0 ? argv[0] : "python");
         return 1;
     }
+    if (!file_is_whole(exe)) {
+        return 1;
+    }
     prefix_of(exe, prefix, sizeof prefix);
 
     if (PyImport_AppendInittab("_pyfreight_memory", PyInit__pyfreight_memory) < 0) {
@@ -340,7 +399,7 @@ main(int argc, char **argv)
         goto fail;
     }
     if (install_finder() < 0) {
-        PyErr_Print();
+        report_damage(exe);
         PyConfig_Clear(&config);
         Py_Finalize();
         return 1;

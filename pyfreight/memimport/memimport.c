@@ -47,6 +47,7 @@ static unsigned long long static_code_loads;
 size_t ZSTD_decompress(void *dst, size_t dstCapacity, const void *src, size_t compressedSize);
 unsigned long long ZSTD_getFrameContentSize(const void *src, size_t srcSize);
 unsigned ZSTD_isError(size_t code);
+const char *ZSTD_getErrorName(size_t code);
 #define ZSTD_CONTENTSIZE_ERROR (0ULL - 2)
 #endif
 
@@ -281,18 +282,21 @@ view(uint64_t off, uint64_t len)
     return PyMemoryView_FromMemory((char *)(pyfreight_blob_start + off), (Py_ssize_t)len, PyBUF_READ);
 }
 
-/* A module's code or source as bytes: a copy of the blob's, or its zstd frame decompressed. */
+/* Module m's code or source as bytes: a copy of the blob's, or its zstd frame decompressed. */
 static PyObject *
-unpacked(uint32_t flags, uint64_t off, uint64_t len)
+unpacked(const module_entry *m, uint64_t off, uint64_t len)
 {
     const unsigned char *src = pyfreight_blob_start + off;
-    if (!(flags & FLAG_COMPRESSED)) {
+    if (!(m->flags & FLAG_COMPRESSED)) {
         return PyBytes_FromStringAndSize((const char *)src, (Py_ssize_t)len);
     }
 #ifdef PYFREIGHT_ZSTD
     unsigned long long size = ZSTD_getFrameContentSize(src, (size_t)len);
     if (size >= ZSTD_CONTENTSIZE_ERROR || size > (unsigned long long)PY_SSIZE_T_MAX) {
-        PyErr_SetString(PyExc_ImportError, "_pyfreight_memory: a compressed module has no size");
+        PyErr_Format(PyExc_ImportError,
+                     "_pyfreight_memory: module %.*s is damaged in this program file (no frame "
+                     "size); copy or download the program again",
+                     (int)m->name_len, m->name);
         return NULL;
     }
     PyObject *bytes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
@@ -301,10 +305,15 @@ unpacked(uint32_t flags, uint64_t off, uint64_t len)
     }
     /* The functions, not the macros: their asserts would put the headers' paths (__FILE__)
        into the object, and the executable would depend on the work folder. */
+    /* Each frame carries its content's checksum, which this verifies: damaged bytes fail here
+       rather than run as wrong code. */
     size_t got = ZSTD_decompress(PyBytes_AsString(bytes), (size_t)size, src, (size_t)len);
     if (ZSTD_isError(got) || got != size) {
         Py_DECREF(bytes);
-        PyErr_SetString(PyExc_ImportError, "_pyfreight_memory: a compressed module does not decompress");
+        PyErr_Format(PyExc_ImportError,
+                     "_pyfreight_memory: module %.*s is damaged in this program file (%s); copy or "
+                     "download the program again",
+                     (int)m->name_len, m->name, ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
         return NULL;
     }
     return bytes;
@@ -322,7 +331,7 @@ load_code(const module_entry *m)
         return PyMarshal_ReadObjectFromString((const char *)pyfreight_blob_start + m->code_off,
                                               (Py_ssize_t)m->code_len);
     }
-    PyObject *bytes = unpacked(m->flags, m->code_off, m->code_len);
+    PyObject *bytes = unpacked(m, m->code_off, m->code_len);
     if (bytes == NULL) {
         return NULL;
     }
@@ -455,7 +464,7 @@ memory_source(PyObject *module, PyObject *arg)
     if (!found || !(m.flags & FLAG_HAS_SOURCE)) {
         Py_RETURN_NONE;
     }
-    return unpacked(m.flags, m.source_off, m.source_len);
+    return unpacked(&m, m.source_off, m.source_len);
 }
 
 PyDoc_STRVAR(resource_doc,

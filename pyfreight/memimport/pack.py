@@ -322,8 +322,14 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             parser.error("--compress needs CPython 3.14 or newer (compression.zstd)")
 
+        # Each frame carries its content's checksum (XXH64), which decompression verifies.
+        parameters = {
+            zstd.CompressionParameter.compression_level: COMPRESSION_LEVEL,
+            zstd.CompressionParameter.checksum_flag: 1,
+        }
+
         def compress(data: bytes) -> bytes:
-            return zstd.compress(data, level=COMPRESSION_LEVEL)  # type: ignore[no-any-return, unused-ignore]
+            return zstd.compress(data, options=parameters)  # type: ignore[no-any-return, unused-ignore]
 
     for directory in [args.stdlib, *args.app, *args.app_sources]:
         if not directory.is_dir():
