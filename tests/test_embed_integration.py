@@ -149,3 +149,21 @@ def test_extracted_folder_cannot_lead_outside(noopt_dist, tmp_path):
     proc = pyfreight_cli("embed", folder, "-o", tmp_path / "python", "--extensions", "minimal")
     assert proc.returncode == 1 and "has '-wrapper', which embed does not pass" in proc.stderr
     assert not (tmp_path / "pwned").exists()
+
+
+def test_a_failing_link_without_work_dir_names_a_log_that_is_still_there(tree, tmp_path):
+    """Without --work-dir the work folder goes with the failure; the log it names does not."""
+    cc = tmp_path / "refusing-cc"
+    answers = 'case "$1" in --version) echo "refusing-cc 1.0";; *) echo "refusing-cc: no" >&2; exit 1;; esac'
+    cc.write_text(f"#!/bin/sh\n{answers}\n")
+    cc.chmod(0o755)
+    proc = pyfreight_cli("embed", tree, "-o", tmp_path / "python-x", "--extensions", "minimal", "--cc", cc)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    named = re.search(r"; log (\S+):$", proc.stderr, re.M)
+    assert named, proc.stderr
+    log = Path(named[1])
+    try:
+        assert log.is_file() and "refusing-cc: no" in log.read_text(), named[1]
+    finally:
+        log.unlink(missing_ok=True)
+    assert not (tmp_path / "python-x").exists()

@@ -8,13 +8,24 @@ container runs; the host's C compiler does the work."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight.embed.archive import archive_pie, archive_target, open_archive
 from pyfreight.embed.host_toolchain import find_toolchain
-from pyfreight.embed.link import Linker, build_libpython, link_executable, plan_embed, self_contained_library
+from pyfreight.embed.link import (
+    LOG_NAME,
+    Linker,
+    build_libpython,
+    link_executable,
+    plan_embed,
+    self_contained_library,
+)
 from pyfreight.embed.memory import PackOptions, link_memory_importer, stage_memory_importer
 from pyfreight.embed.zig import pinned_zig
 from pyfreight.errors import PyfreightError
@@ -53,6 +64,21 @@ class EmbedResult:
     packages: Path | None = None  # the application's packages folder beside the executable
 
 
+@contextlib.contextmanager
+def log_kept_on_failure(log: Path) -> Iterator[None]:
+    """A failure names its log, which in a scratch folder would go with the folder: the log
+    is copied out first (to the system's temporary folder) and the message names the copy."""
+    try:
+        yield
+    except PyfreightError as error:
+        if not log.is_file():
+            raise
+        handle, kept = tempfile.mkstemp(prefix="pyfreight-embed-", suffix=".log")
+        os.close(handle)
+        shutil.copyfile(log, kept)
+        raise PyfreightError(str(error).replace(str(log), kept)) from None
+
+
 def embed(
     archive_path: Path,
     output: Path,
@@ -78,7 +104,7 @@ def embed(
     output = output.resolve()
     if not output.parent.is_dir():
         raise PyfreightError(f"-o {output}: folder {output.parent} does not exist")
-    with scratch_folder("pyfreight-embed-") as scratch:
+    with scratch_folder("pyfreight-embed-") as scratch, log_kept_on_failure(scratch / LOG_NAME):
         work = keep_work or scratch
         work.mkdir(parents=True, exist_ok=True)
         if memory and emit_lib:

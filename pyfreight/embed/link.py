@@ -48,6 +48,10 @@ def generate_config_c(extensions: Sequence[Extension]) -> str:
     return "\n".join(lines)
 
 
+# Every step's output, in the work folder; a failure names it.
+LOG_NAME = "embed.log"
+
+
 @dataclass
 class Linker:
     """Runs the host tools in `work`, with one log a failure points to."""
@@ -57,7 +61,7 @@ class Linker:
     log: Path = field(init=False)
 
     def __post_init__(self) -> None:
-        self.log = self.work / "embed.log"
+        self.log = self.work / LOG_NAME
 
     def run(self, command: list[str], step: str) -> None:
         with self.log.open("a") as log:
