@@ -151,12 +151,18 @@ def test_extracted_folder_cannot_lead_outside(noopt_dist, tmp_path):
     assert not (tmp_path / "pwned").exists()
 
 
-def test_a_failing_link_without_work_dir_names_a_log_that_is_still_there(tree, tmp_path):
-    """Without --work-dir the work folder goes with the failure; the log it names does not."""
+def _refusing_cc(tmp_path: Path) -> Path:
+    """A compiler that says its version and fails at everything else."""
     cc = tmp_path / "refusing-cc"
     answers = 'case "$1" in --version) echo "refusing-cc 1.0";; *) echo "refusing-cc: no" >&2; exit 1;; esac'
     cc.write_text(f"#!/bin/sh\n{answers}\n")
     cc.chmod(0o755)
+    return cc
+
+
+def test_a_failing_link_without_work_dir_names_a_log_that_is_still_there(tree, tmp_path):
+    """Without --work-dir the work folder goes with the failure; the log it names does not."""
+    cc = _refusing_cc(tmp_path)
     proc = pyfreight_cli("embed", tree, "-o", tmp_path / "python-x", "--extensions", "minimal", "--cc", cc)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
     named = re.search(r"; log (\S+):$", proc.stderr, re.M)
@@ -167,3 +173,23 @@ def test_a_failing_link_without_work_dir_names_a_log_that_is_still_there(tree, t
     finally:
         log.unlink(missing_ok=True)
     assert not (tmp_path / "python-x").exists()
+
+
+def test_a_work_dir_is_reused_by_the_next_embed_and_a_users_folder_is_refused(noopt_dist, tmp_path):
+    cc, work = _refusing_cc(tmp_path), tmp_path / "work"
+    for _ in range(2):  # the second finds the first's extraction and starts afresh
+        proc = pyfreight_cli(
+            "embed", noopt_dist.full, "-o", tmp_path / "python-x", "--extensions", "minimal", "--cc", cc,
+            "--work-dir", work,
+        )  # fmt: skip
+        assert proc.returncode != 0 and "refusing-cc: no" in proc.stderr, proc.stderr[-2000:]
+        assert (work / "embed.log").is_file() and "Traceback" not in proc.stderr
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("the user's\n")
+    proc = pyfreight_cli("embed", noopt_dist.full, "-o", tmp_path / "python-x", "--work-dir", mine)
+    assert proc.returncode != 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: --work-dir {mine}: holds files pyfreight embed did not put there; name a new or empty folder"
+    ), proc.stderr
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]

@@ -30,10 +30,13 @@ from pyfreight.embed.memory import PackOptions, link_memory_importer, stage_memo
 from pyfreight.embed.zig import pinned_zig
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits
-from pyfreight.leftovers import scratch_folder
+from pyfreight.leftovers import remove_tree, scratch_folder
 from pyfreight.logs import say
 from pyfreight.paths import Workspace, default_workspace
 from pyfreight.targets import Target
+
+# Marks a --work-dir as embed's own, which a later embed may empty.
+WORK_MARKER = ".pyfreight-embed-work"
 
 MAIN_SOURCE = """\
 /* The interpreter's main(), as CPython's Programs/python.c. */
@@ -62,6 +65,25 @@ class EmbedResult:
     toolchain: str
     link_line: str  # how a program links the static library (for --emit-lib)
     packages: Path | None = None  # the application's packages folder beside the executable
+
+
+def work_folder(path: Path) -> Path:
+    """--work-dir, made ready: a new or empty folder is marked as embed's; one embed marked
+    earlier is emptied; any other is refused (it may hold the user's files)."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise PyfreightError(f"--work-dir {path}: not a folder; name a new or empty folder")
+    if path.is_dir() and any(path.iterdir()):
+        if not (path / WORK_MARKER).is_file():
+            raise PyfreightError(
+                f"--work-dir {path}: holds files pyfreight embed did not put there; "
+                "name a new or empty folder"
+            )
+        for child in path.iterdir():
+            if child.name != WORK_MARKER:
+                remove_tree(child)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / WORK_MARKER).write_text("a work folder of pyfreight embed, emptied by the next one\n")
+    return path
 
 
 @contextlib.contextmanager
@@ -105,8 +127,7 @@ def embed(
     if not output.parent.is_dir():
         raise PyfreightError(f"-o {output}: folder {output.parent} does not exist")
     with scratch_folder("pyfreight-embed-") as scratch, log_kept_on_failure(scratch / LOG_NAME):
-        work = keep_work or scratch
-        work.mkdir(parents=True, exist_ok=True)
+        work = work_folder(keep_work) if keep_work else scratch
         if memory and emit_lib:
             raise PyfreightError(
                 "--memory-importer builds an executable; it does not combine with --emit-lib"
