@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -77,9 +76,9 @@ class Staged:
 
 def _run_step(
     archive: Distribution, linker: Linker, what: str, arguments: list[str | Path], ws: Workspace
-) -> None:
+) -> list[str]:
     """Runs a step of the packer with the archive's interpreter, its output to the log;
-    says its last line, or stops with the log's tail."""
+    says its last line and returns the lines before it, or stops with the log's tail."""
     if not archive.python_exe.is_file():
         raise PyfreightError(
             f"{archive.python_exe}: the archive's interpreter is missing; is it a full archive?"
@@ -90,8 +89,10 @@ def _run_step(
         log.write(stdout)
     if returncode != 0:
         raise PyfreightError(f"embed: {what} failed; log {linker.log}:\n{tail(linker.log)}")
-    if stdout.strip():
-        say(f"embed: {stdout.strip().splitlines()[-1]}")
+    *before, last = stdout.strip().splitlines() or [""]
+    if last:
+        say(f"embed: {last}")
+    return before
 
 
 def pack_stdlib(
@@ -186,23 +187,17 @@ def static_code_refusal(version: str, build_options: str) -> str | None:
     )
 
 
-def static_code_objects(plan: EmbedPlan, linker: Linker, blob: Path, cflags: list[str]) -> list[Path]:
+def static_code_objects(
+    plan: EmbedPlan, linker: Linker, blob: Path, cflags: list[str], ws: Workspace | None = None
+) -> list[Path]:
     """The packed modules' code objects as C data (the archive's interpreter writes it from
-    the blob), and their runtime, compiled."""
+    the blob, under Wine for a Windows archive), and their runtime, compiled."""
     data = linker.work / "static_code_data.c"
-    command = [str(plan.archive.python_exe), "-I", str(memimport.STATIC_CODE_GENERATOR)]
-    command += ["--blob", str(blob), "--include-dir", str(plan.archive.include_dir), "--out", str(data)]
-    say(f"embed: writing the static code objects (log {linker.log})")
-    with linker.log.open("a") as log:
-        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True, errors="replace")
-        log.write(result.stdout)
-    if result.returncode != 0:
-        raise PyfreightError(
-            f"embed: writing static code objects failed; log {linker.log}:\n{tail(linker.log)}"
-        )
-    summary, *marshal_only = result.stdout.strip().splitlines() or [""]
-    say(f"embed: {summary}; compiling it")
-    for line in marshal_only:
+    arguments: list[str | Path] = ["-I", memimport.STATIC_CODE_GENERATOR, "--blob", blob]
+    arguments += ["--include-dir", plan.archive.include_dir, "--out", data]
+    # Its last line is the summary; the lines before it name the modules left marshalled.
+    ws = ws or default_workspace()
+    for line in _run_step(plan.archive, linker, "writing the static code objects", arguments, ws):
         say(f"embed: {line}")
     for source in memimport.STATIC_CODE_RUNTIME:
         (linker.work / source.name).write_bytes(source.read_bytes())
@@ -316,7 +311,7 @@ def link_memory_importer(
     cflags = ["-O2", "-fPIE", "-Wall", *abi, f"-I{plan.archive.include_dir}"]
     objects = [linker.compile(app_c, cflags)]
     if options.static_code:
-        objects += static_code_objects(plan, linker, blob, cflags)
+        objects += static_code_objects(plan, linker, blob, cflags, ws)
     zstd = zstd_library(plan.archive, options)
     for source in (memimport.MAIN_C, memimport.MODULE_C):
         copy = linker.work / source.name

@@ -570,12 +570,13 @@ def main() -> None:
     partial = args.out.with_name(args.out.name + ".partial")
     partial.write_text(generated.text)
     os.replace(partial, args.out)
+    for name in generated.marshal_only:
+        print(f"static code: {name} keeps its marshal data")
+    # Last: embed says the last line as the step's summary.
     print(
         f"static code: {generated.code_objects} code objects of {len(blob.modules)} modules, "
         f"{len(generated.text) / 1e6:.1f} MB of C"
     )
-    for name in generated.marshal_only:
-        print(f"static code: {name} keeps its marshal data")
 
 
 if __name__ == "__main__":
