@@ -28,10 +28,6 @@ from pyfreight.logs import say, tail
 from pyfreight.paths import Workspace, default_workspace
 from pyfreight.python_json import Distribution
 
-# Options whose step runs the archive's interpreter in ways not made to run under Wine
-# yet (the static code generator): by flag, the PackOptions field that asks for it.
-WINDOWS_NOT_YET = {"--static-code": "static_code"}
-
 
 @dataclass(frozen=True)
 class PackOptions:
@@ -266,13 +262,6 @@ def stage_memory_importer(
     application's packages installed, and what it reaches."""
     ws = ws or default_workspace()
     application.packages_folder(output)  # refused before any work if it is not ours
-    if archive_target(archive).runner == "wine":
-        asked = [flag for flag, given in WINDOWS_NOT_YET.items() if getattr(options, given)]
-        if asked:
-            raise PyfreightError(
-                f"{asked[0]} is not made for Windows archives yet: the step runs the archive's "
-                "interpreter, which only the stdlib packer does under Wine so far"
-            )
     refusal = static_code_refusal(archive.python_major_minor_version, archive.build_options)
     if options.static_code and refusal:
         raise PyfreightError(refusal)

@@ -78,7 +78,7 @@ notify_watchers(PyInterpreterState *interp, PyCodeObject *code)
 {
     uint8_t bits = interp->active_code_watchers;
     for (int i = 0; bits != 0; i++, bits >>= 1) {
-        if ((bits & 1) && interp->code_watchers[i](PY_CODE_EVENT_CREATE, (PyObject *)code) < 0) {
+        if ((bits & 1) && interp->code_watchers[i](PY_CODE_EVENT_CREATE, code) < 0) {
             PyErr_FormatUnraisable("Exception ignored in a code watcher callback for %R", code);
         }
     }
