@@ -49,17 +49,16 @@ def install_under_wine(
     wheels = work / "wheels"
     shutil.rmtree(wheels, ignore_errors=True)
     wheels.mkdir()
-    copies = []
     for wheel in given:
-        copies.append(wheels / wheel.name)
-        shutil.copyfile(wheel, copies[-1])
+        shutil.copyfile(wheel, wheels / wheel.name)
     if requirements is not None:
         download_wheels(archive, requirements, wheels, log)
     arguments: list[str | Path] = ["-I", "-m", "pip", "install", *PIP_QUIET, "--target", site]
     arguments += ["--no-index", "--find-links", wheels, "--only-binary", ":all:", "--no-compile"]
-    arguments += ["--no-warn-script-location", *copies]
-    if requirements is not None:
-        arguments += ["-r", requirements]
+    # What the requirements resolved to is what this machine's pip downloaded: those wheels
+    # are installed by name, so the requirements file (and the folder it is in, which
+    # Wine's user may not be allowed to read) never goes into the container.
+    arguments += ["--no-warn-script-location", *sorted(wheels.glob("*.whl"))]
     say(f"embed: installing the application's packages with the archive's pip under Wine (log {log})")
     with log.open("a") as out:
         returncode, stdout = run_archive_python(archive, ws, work, arguments, out)
