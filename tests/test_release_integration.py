@@ -21,6 +21,7 @@ from pyfreight.container.images import base_tag, ensure_images, load_spec
 from pyfreight.paths import default_workspace
 from pyfreight.targets import default_target
 from tests.conftest import REPO, pyfreight_cli
+from tests.tiers import CLIENTS
 
 pytestmark = pytest.mark.container
 
@@ -205,6 +206,7 @@ def test_the_documented_dockerfiles_build_offline_and_run(noopt_dist, release, b
 CARGO = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
 
 
+@pytest.mark.part(CLIENTS)
 def test_the_documented_pyapp_build_runs_our_python_offline(noopt_dist, tmp_path):
     """docs/using.md's pyapp commands as written (cargo fetches pyapp from its registry), with our
     archive and an application wheel embedded; the result runs with no network."""

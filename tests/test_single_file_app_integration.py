@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pyfreight.container.images import base_tag, ensure_images, load_spec
+from pyfreight.formats.tarball import extract
 from pyfreight.memimport import blobformat as bf
 from pyfreight.paths import default_workspace
 from pyfreight.targets import default_target
@@ -140,7 +141,16 @@ def test_cli_with_a_compiled_dependency_keeps_it_beside(noopt_dist, runtime_imag
     assert missing.returncode == 1 and "No module named 'markupsafe'" in missing.stderr, missing.stderr
 
 
-def test_bad_application_options_get_one_line(noopt_dist, tmp_path):
+@pytest.fixture(scope="module")
+def tree(noopt_dist, tmp_path_factory) -> Path:
+    """The full archive extracted once (embed takes the folder as it takes the archive):
+    the option checks below need not unpack the archive eight times."""
+    root = tmp_path_factory.mktemp("archive")
+    extract(noopt_dist.full, root)
+    return root / "python"
+
+
+def test_bad_application_options_get_one_line(tree, tmp_path):
     cases = {
         ("--main", "not a module"): "--main 'not a module': expected MODULE or MODULE:FUNCTION",
         ("--main", "nowhere:main"): "--main nowhere: no module nowhere",
@@ -149,10 +159,10 @@ def test_bad_application_options_get_one_line(noopt_dist, tmp_path):
     }
     for args, expected in cases.items():
         out = tmp_path / "x"
-        result = pyfreight_cli("embed", noopt_dist.full, "--memory-importer", *args, "-o", out, "--cc", "gcc")
+        result = pyfreight_cli("embed", tree, "--memory-importer", *args, "-o", out, "--cc", "gcc")
         assert result.returncode != 0 and expected in result.stderr, (args, result.stderr[-2000:])
         assert "Traceback" not in result.stderr and not out.exists()
-    without = pyfreight_cli("embed", noopt_dist.full, "--main", "json", "-o", tmp_path / "y")
+    without = pyfreight_cli("embed", tree, "--main", "json", "-o", tmp_path / "y")
     assert without.returncode != 0 and "--main is for the in-memory importer" in without.stderr
     app = _app(tmp_path / "src", "tool", {"__init__.py": "", "__main__.py": "print(1)\n"})
     for args, expected in {
@@ -161,7 +171,7 @@ def test_bad_application_options_get_one_line(noopt_dist, tmp_path):
         ("--main", "tool", "--include-module", "no_such.mod"): "--include-module no_such.mod: no such module",
     }.items():
         result = pyfreight_cli(
-            "embed", noopt_dist.full, "--memory-importer", "--app", app, *args,
+            "embed", tree, "--memory-importer", "--app", app, *args,
             "-o", tmp_path / "z", "--cc", "gcc",
         )  # fmt: skip
         assert result.returncode != 0 and expected in result.stderr, (args, result.stderr[-2000:])

@@ -7,7 +7,7 @@ each as its own GitHub job (.github/workflows/ci.yml).
 
 The parts come from the data, as the builds do: a CPython version of
 cpython/versions.yaml that is not the default, a target of targets/*.yaml that is not
-the default, and two of their own: "from-scratch" and "benchmarks". `python -m
+the default, and three of their own: "from-scratch", "clients" and "benchmarks". `python -m
 tests.tiers` prints them as JSON for the workflow.
 
 A tier never skips what it claims: when the selected tests need a Docker engine or an
@@ -24,6 +24,9 @@ from pyfreight.targets import all_targets
 
 # Builds everything again in an empty build folder (reproduce, dependencies from scratch).
 FROM_SCRATCH = "from-scratch"
+# Third-party clients built from their sources to run our archives (pyapp, with cargo):
+# a compile of minutes, a proof of test-all rather than of every push.
+CLIENTS = "clients"
 # pyfreight bench and bench-import run for real (the bench container, Debian's python).
 BENCHMARKS = "benchmarks"
 BINFMT = Path("/proc/sys/fs/binfmt_misc")
@@ -38,7 +41,7 @@ def parts() -> list[str]:
     default_version, versions = load_versions()
     found = [version_part(v) for v in versions if v != default_version]
     found += sorted(t.triple for t in all_targets().values() if not t.is_default)
-    return [*found, FROM_SCRATCH, BENCHMARKS]
+    return [*found, FROM_SCRATCH, CLIENTS, BENCHMARKS]
 
 
 def missing_for(container: bool, part_names: set[str]) -> list[str]:
