@@ -154,6 +154,18 @@ print(*sorted(set(sys.modules) - before))
 """
 
 
+# What built-in modules import later, as they are used, which neither the code nor the
+# imports probe shows: ctypes' Structure and Union classes have _ctypes import
+# ctypes._layout (3.14+), strptime has time and _datetime import _strptime, and
+# ElementTree's find methods have _elementtree import xml.etree.ElementPath.
+LAZY_C_IMPORTS = {
+    "_ctypes": ("ctypes._layout",),
+    "_datetime": ("_strptime",),
+    "time": ("_strptime",),
+    "_elementtree": ("xml.etree.ElementPath",),
+}
+
+
 def _probe(code: str, *arguments: str) -> list[str]:
     command = [sys.executable, "-I", "-c", code, *arguments]
     return subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
@@ -187,6 +199,7 @@ def reached(finder: modulefinder.ModuleFinder, whole: "list[str]") -> "tuple[set
         imported = _probe(IMPORTS_PROBE, *fresh)
         loaded.update(imported)
         _follow(finder, [name for name in imported if name not in sys.builtin_module_names], whole)
+        _follow(finder, [lazy for name in fresh for lazy in LAZY_C_IMPORTS.get(name, ())], whole)
 
 
 def _packages_and_modules(folder: Path) -> list[str]:
