@@ -29,7 +29,10 @@ def download_wheels(archive: Distribution, requirements: Path, wheels: Path, log
     command = [sys.executable, "-m", "pip", "download", *PIP_QUIET, "--only-binary", ":all:"]
     command += ["--dest", str(wheels), "--find-links", str(wheels), "--platform", platform]
     command += ["--python-version", archive.python_major_minor_version, "--implementation", "cp"]
-    for abi in (str(document["python_abi_tag"]), "abi3", "none"):
+    # PYTHON.json's python_abi_tag holds the ABI flags ("" or "t"); a wheel's ABI tag is
+    # cp314 or cp314t.
+    version_abi = f"cp{archive.python_major_minor_version.replace('.', '')}{document['python_abi_tag']}"
+    for abi in (version_abi, "abi3", "none"):
         command += ["--abi", abi]
     command += ["-r", str(requirements.resolve())]
     say(f"embed: downloading the application's {platform} wheels with this machine's pip (log {log})")
