@@ -425,7 +425,7 @@ def test_a_single_file_exe_with_a_pypi_package_packs_what_it_reaches_and_runs_al
     assert "    importlib.import_module(sys.argv[1])" in left_out.stderr, left_out.stderr
     print(f"single-file table.exe: {(alone / 'table.exe').stat().st_size / 1e6:.1f} MB")
 
-    (tmp_path / "requirements.txt").write_text("markupsafe==3.0.3\n")
+    (tmp_path / "requirements.txt").write_text(f"markupsafe=={WHEELS['markupsafe']}\n")  # has cp314 wheels
     compiled = pyfreight_cli(
         "embed", windows_archives["full.tar.zst"], "-o", tmp_path / "escape.exe", "--memory-importer",
         "--app", app.parent, "--main", "table:main", "--requirements", tmp_path / "requirements.txt",
