@@ -359,30 +359,40 @@ def test_embed_links_a_windows_interpreter_from_the_full_archive_alone(windows_a
     assert result.stdout.rstrip().endswith("\\work\\python"), result.stdout  # its prefix: its own folder
 
 
+def _single_file_exe(archive: Path, tmp_path: Path, name: str, code: str, *flags: str) -> Path:
+    """`pyfreight embed --memory-importer --main NAME:main` of a one-module application,
+    written into an empty folder that then holds nothing but NAME.exe; its folder."""
+    app = tmp_path / "app" / name
+    app.mkdir(parents=True)
+    (app / "__init__.py").write_text(code)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    proc = pyfreight_cli(
+        "embed", archive, "-o", alone / f"{name}.exe", "--memory-importer",
+        *flags, "--app", app.parent, "--main", f"{name}:main",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert sorted(p.name for p in alone.iterdir()) == [f"{name}.exe"]
+    alone.chmod(0o755)
+    print(f"single-file {name}.exe {' '.join(flags)}: {(alone / f'{name}.exe').stat().st_size / 1e6:.1f} MB")
+    return alone
+
+
 def test_a_single_file_exe_runs_alone_and_imports_the_stdlib_from_memory(windows_archives, tmp_path):
     """`pyfreight embed --memory-importer --main`: one .exe, started in an empty folder
     under Wine, runs the application, which imports the stdlib (json, ssl) from the
     executable itself; the packer ran as the archive's python.exe under Wine."""
-    app = tmp_path / "app" / "hello"
-    app.mkdir(parents=True)
-    (app / "__init__.py").write_text(
+    code = (
         "import json, ssl, sys\n"
         "def main():\n"
         "    print('hello', json.dumps([sys.version_info[:2]]), ssl.OPENSSL_VERSION, json.__file__)\n"
     )
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    proc = pyfreight_cli(
-        "embed", windows_archives["full.tar.zst"], "-o", alone / "hello.exe", "--memory-importer",
-        "--no-sources", "--optimize", "2", "--app", app.parent, "--main", "hello:main",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert sorted(p.name for p in alone.iterdir()) == ["hello.exe"]
-    alone.chmod(0o755)
+    alone = _single_file_exe(
+        windows_archives["full.tar.zst"], tmp_path, "hello", code, "--no-sources", "--optimize", "2"
+    )
     result = run_windows_program(WINDOWS, default_workspace(), alone, "hello.exe")
     assert result.stdout.startswith("hello [[3, 14]] OpenSSL 3."), result.stdout + result.stderr
     assert result.stdout.rstrip().endswith("hello.exe/json/__init__.py"), result.stdout  # from memory
-    print(f"single-file hello.exe: {(alone / 'hello.exe').stat().st_size / 1e6:.1f} MB")
 
 
 def test_a_single_file_exe_with_a_pypi_package_packs_what_it_reaches_and_runs_alone(
@@ -441,28 +451,16 @@ def test_a_single_file_exe_with_static_code_objects_runs_alone(windows_archives,
     its C is compiled by the pinned zig for the target, and the .exe runs alone; a function
     of the packed stdlib and of the application are static code objects (immortal), not
     ones unmarshalled from the blob."""
-    app = tmp_path / "app" / "probe"
-    app.mkdir(parents=True)
-    (app / "__init__.py").write_text(
+    code = (
         "import json, sys\n"
         "def main():\n"
         "    # static code objects are immortal: 3.13-3.15 keep their counts at 2**30 and above\n"
         "    static = [sys.getrefcount(f.__code__) >= 2**29 for f in (json.dumps, main)]\n"
         "    print(json.dumps([1, 2]), *static)\n"
     )
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    proc = pyfreight_cli(
-        "embed", windows_archives["full.tar.zst"], "-o", alone / "probe.exe", "--memory-importer",
-        "--static-code", "--app", app.parent, "--main", "probe:main",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "code objects of" in proc.stderr, proc.stderr[-3000:]
-    assert sorted(p.name for p in alone.iterdir()) == ["probe.exe"]
-    alone.chmod(0o755)
+    alone = _single_file_exe(windows_archives["full.tar.zst"], tmp_path, "probe", code, "--static-code")
     result = run_windows_program(WINDOWS, default_workspace(), alone, "probe.exe")
     assert result.stdout.split() == ["[1,", "2]", "True", "True"], result.stdout + result.stderr
-    print(f"single-file probe.exe with static code: {(alone / 'probe.exe').stat().st_size / 1e6:.1f} MB")
 
 
 def test_building_the_tree_again_gives_the_same_bytes(windows_tree):
