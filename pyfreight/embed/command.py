@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,18 +86,19 @@ def work_folder(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def log_kept_on_failure(log: Path) -> Iterator[None]:
+def log_kept_on_failure(log: Path, kept: Path) -> Iterator[None]:
     """A failure names its log, which in a scratch folder would go with the folder: the log
-    is copied out first (to the system's temporary folder) and the message names the copy."""
+    is copied out first, to `kept` (in the workspace's logs), and the message names it."""
     try:
         yield
     except PyfreightError as error:
         if not log.is_file():
             raise
-        handle, kept = tempfile.mkstemp(prefix="pyfreight-embed-", suffix=".log")
-        os.close(handle)
-        shutil.copyfile(log, kept)
-        raise PyfreightError(str(error).replace(str(log), kept)) from None
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        partial = kept.with_name(kept.name + ".partial")
+        shutil.copyfile(log, partial)
+        os.replace(partial, kept)
+        raise PyfreightError(str(error).replace(str(log), str(kept))) from None
 
 
 def embed(
@@ -126,7 +126,8 @@ def embed(
     output = output.resolve()
     if not output.parent.is_dir():
         raise PyfreightError(f"-o {output}: folder {output.parent} does not exist")
-    with scratch_folder("pyfreight-embed-") as scratch, log_kept_on_failure(scratch / LOG_NAME):
+    kept_log = ws.logs / f"embed-{output.name}.log"
+    with scratch_folder("pyfreight-embed-") as scratch, log_kept_on_failure(scratch / LOG_NAME, kept_log):
         work = work_folder(keep_work) if keep_work else scratch
         if memory and emit_lib:
             raise PyfreightError(
