@@ -126,7 +126,7 @@ def embed(
     output = output.resolve()
     if not output.parent.is_dir():
         raise PyfreightError(f"-o {output}: folder {output.parent} does not exist")
-    kept_log = ws.logs / f"embed-{output.name}.log"
+    kept_log = ws.logs / LOG_NAME  # the last failed embed's
     with scratch_folder("pyfreight-embed-") as scratch, log_kept_on_failure(scratch / LOG_NAME, kept_log):
         work = work_folder(keep_work) if keep_work else scratch
         if memory and emit_lib:
