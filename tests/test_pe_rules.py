@@ -139,10 +139,12 @@ def test_check_install_names_a_broken_python_exe_in_one_line(tmp_path: Path, con
 
 
 def test_the_windows_targets_wine_limits_are_data_with_reasons():
-    """A limit names a check of windows_checks.py and says why; none is left now that
-    venv's copies take shutil's portable path under Wine."""
-    checks = (Path(__file__).parent.parent / "pyfreight/in_container/windows_checks.py").read_text()
-    names = set(re.findall(r'^@check\("([^"]+)"\)$', checks, re.M))
+    """A limit names a check a Windows tree runs (windows_checks.py's own or a shared
+    one) and says why; none is left now that venv's copies take shutil's portable path
+    under Wine."""
+    folder = Path(__file__).parent.parent / "pyfreight/in_container"
+    checks = "".join((folder / name).read_text() for name in ("windows_checks.py", "shared_checks.py"))
+    names = set(re.findall(r'^@(?:check|_shared)\("([^"]+)"\)$', checks, re.M))
     assert "venv with pip installing a local wheel" in names and len(names) > 10
     assert set(WINDOWS.wine_limits) <= names, "a limit names no check"
     assert all(len(reason) > 20 for reason in WINDOWS.wine_limits.values())

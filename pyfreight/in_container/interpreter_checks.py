@@ -4,25 +4,20 @@ Prints one line per check and exits non-zero if any failed."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the same file, as the package names it
-    from pyfreight.in_container.bytecode import bytecode_check
+if TYPE_CHECKING:  # the same files, as the package names them
     from pyfreight.in_container.check_wheel import tiny_wheel
-    from pyfreight.in_container.tcl_check import tcl_interpreter_check
-else:  # run as a script, beside which bytecode.py, check_wheel.py, tcl_check.py are copied
-    from bytecode import bytecode_check
+    from pyfreight.in_container.shared_checks import TreeFacts, check, run_checks
+else:  # run as a script, beside which check_wheel.py and shared_checks.py are copied
     from check_wheel import tiny_wheel
-    from tcl_check import tcl_interpreter_check
+    from shared_checks import TreeFacts, check, run_checks
 
 # Modules that cannot import on Linux, or must not be imported by a check, and why.
 NOT_IMPORTABLE = {
@@ -58,34 +53,11 @@ BUILTIN_REQUIRED = [
     "_curses_panel", "readline", "_uuid", "pyexpat", "_elementtree", "_decimal", "_tkinter",
 ]  # fmt: skip
 
-results: list[tuple[str, bool, str]] = []
 
-
-CheckFn = Callable[[], str | None]
-
-
-def check(name: str) -> Callable[[CheckFn], CheckFn]:
-    def wrap(fn: CheckFn) -> CheckFn:
-        try:
-            detail = fn() or ""
-            results.append((name, True, detail))
-        except Exception:
-            results.append((name, False, traceback.format_exc(limit=3).strip().splitlines()[-1]))
-        return fn
-
-    return wrap
-
-
-@check("extension modules are built in")
-def _builtin() -> str:
-    builtin = set(sys.builtin_module_names)
-    wanted = BUILTIN_REQUIRED + (["_zstd"] if sys.version_info >= (3, 14) else [])
-    if sys.platform == "darwin":  # cpython/extensions.yaml for_os: no Tk there, _scproxy
-        wanted = [m for m in wanted if m != "_tkinter"] + ["_scproxy"]
-    missing = [m for m in wanted if m not in builtin]
-    assert not missing, f"not built in: {missing}"
-    # The only shared objects are the test-only modules in lib-dynload: none of them is
-    # a module of the stdlib proper (sys.stdlib_module_names leaves the test ones out).
+@check("the only shared objects are the test-only modules in lib-dynload")
+def _only_test_modules_shared() -> str:
+    # None of them is a module of the stdlib proper (sys.stdlib_module_names leaves the
+    # test ones out).
     dynload = Path(sysconfig.get_path("platstdlib")) / "lib-dynload"
     shared = sorted(Path(sys.base_prefix).rglob("*.so*"))
     misplaced = [
@@ -94,7 +66,7 @@ def _builtin() -> str:
         if p.parent.resolve() != dynload.resolve() or p.name.split(".")[0] in sys.stdlib_module_names
     ]
     assert not misplaced, f"shared objects that are not test-only modules: {misplaced[:5]}"
-    return f"{len(builtin)} built-in modules, {len(shared)} test-only shared modules"
+    return f"{len(shared)} test-only shared modules"
 
 
 def _has_program_interpreter(executable: Path) -> bool:
@@ -139,99 +111,6 @@ def _shared_extension() -> str:
     module = next(m for m in ("xxlimited", "_testcapi", "_testbuffer") if list(dynload.glob(f"{m}.*.so")))
     __import__(module)
     return f"{module} from lib-dynload"
-
-
-@check("every stdlib module imports")
-def _imports() -> str:
-    failed, count = [], 0
-    names = sorted(sys.stdlib_module_names)
-    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py")):
-        rel = path.relative_to(sysconfig.get_paths()["stdlib"]).with_suffix("")
-        parts = rel.parts
-        if parts[0] in ("test", "idlelib", "turtledemo", "site-packages", "__phello__") or (
-            "tests" in parts or parts[-1] == "__main__" or "-" in rel.name
-        ):
-            continue
-        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    for name in sorted(set(names)):
-        if name in NOT_IMPORTABLE or name.split(".")[0] in NOT_IMPORTABLE:
-            continue
-        try:
-            importlib.import_module(name)
-            count += 1
-        except Exception as exc:
-            failed.append(f"{name}: {type(exc).__name__}: {exc}")
-    assert not failed, "; ".join(failed[:10])
-    return f"{count} modules"
-
-
-@check("the stdlib's bytecode is there and valid for its sources")
-def _bytecode() -> str:
-    return bytecode_check(Path(sysconfig.get_paths()["stdlib"]))
-
-
-@check("TLS handshake with certificate verification")
-def _tls() -> str:
-    import socket
-    import ssl
-    import threading
-
-    # Our own CA and localhost certificate (EC P-256, valid until 2126), beside this
-    # script: the stdlib's test/certdata is absent from install_only_stripped trees.
-    # Made with `openssl req -x509` (CA) and `openssl x509 -req` (localhost, SAN
-    # localhost and 127.0.0.1); test material only, the key is no secret.
-    certdir = Path(__file__).resolve().parent / "tls"
-    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server_ctx.load_cert_chain(certdir / "localhost.pem")
-    client_ctx = ssl.create_default_context(cafile=certdir / "ca.pem")
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-
-    def serve() -> None:
-        conn, _ = listener.accept()
-        with server_ctx.wrap_socket(conn, server_side=True) as tls:
-            tls.sendall(tls.recv(100).upper())
-
-    thread = threading.Thread(target=serve)
-    thread.start()
-    with (
-        socket.create_connection(("127.0.0.1", port)) as raw,
-        client_ctx.wrap_socket(raw, server_hostname="localhost") as tls,
-    ):
-        tls.sendall(b"hello")
-        reply = tls.recv(100)
-        version = tls.version()
-    thread.join()
-    assert reply == b"HELLO"
-    return f"{ssl.OPENSSL_VERSION}, {version}"
-
-
-@check("sqlite3 with FTS5 and JSON")
-def _sqlite() -> str:
-    import sqlite3
-
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
-    db.execute("INSERT INTO t VALUES ('static python builds')")
-    assert db.execute("SELECT count(*) FROM t WHERE t MATCH 'python'").fetchone() == (1,)
-    assert db.execute("""SELECT json_extract('{"a": [1, 2]}', '$.a[1]')""").fetchone() == (2,)
-    return sqlite3.sqlite_version
-
-
-@check("compression round trips")
-def _compression() -> None:
-    import bz2
-    import lzma
-    import zlib
-
-    data = b"pyfreight " * 1000
-    mods = [bz2, lzma, zlib]
-    if sys.version_info >= (3, 14):
-        from compression import zstd
-
-        mods.append(zstd)
-    for mod in mods:
-        assert mod.decompress(mod.compress(data)) == data, mod.__name__
 
 
 @check("ctypes calls into libc")
@@ -339,29 +218,6 @@ def _jit() -> str:
     return "sys._jit.is_available() True; off by default; PYTHON_JIT=1 turns it on and a hot loop runs"
 
 
-@check("hashlib uses OpenSSL, with sha3 and blake2")
-def _hashlib() -> None:
-    import hashlib
-
-    for name in ("sha256", "sha3_256", "blake2b", "shake_128", "md5"):
-        h = hashlib.new(name, b"abc")
-        assert h.hexdigest(*(16,) if name.startswith("shake") else ())
-    assert "sha3_256" in hashlib.algorithms_available
-    import _hashlib
-
-    assert _hashlib.new("sha3_256", b"abc").hexdigest()
-
-
-@check("tkinter creates a Tcl interpreter and leaves os.environ as it was")
-def _tkinter() -> str:
-    if sys.platform == "darwin":
-        assert "_tkinter" not in sys.builtin_module_names, (
-            "_tkinter is built for macOS, which has no Tk of ours"
-        )
-        return "not built for macOS (Tk's Aqua port needs Cocoa: cpython/extensions.yaml)"
-    return tcl_interpreter_check(Path(sys.base_prefix) / "lib" / "tcl8.6")
-
-
 @check("venv with pip")
 def _venv() -> str:
     with tempfile.TemporaryDirectory() as tmp:
@@ -454,14 +310,20 @@ def _sysconfig() -> str:
     return f"CC={cc!r} prefix={prefix!r}"
 
 
-def main() -> int:
-    width = max(len(name) for name, _, _ in results)
-    for name, ok, detail in results:
-        print(f"{'PASS' if ok else 'FAIL'}  {name:<{width}}  {detail}")
-    failed = sum(not ok for _, ok, _ in results)
-    print(f"{len(results) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+def tree_facts() -> TreeFacts:
+    """What the shared checks need to know of a Unix tree (Linux, or macOS: no Tk there,
+    _scproxy instead, as cpython/extensions.yaml's for_os says)."""
+    wanted = BUILTIN_REQUIRED + (["_zstd"] if sys.version_info >= (3, 14) else [])
+    if sys.platform == "darwin":
+        return TreeFacts(
+            builtin_required=[m for m in wanted if m != "_tkinter"] + ["_scproxy"],
+            not_importable=NOT_IMPORTABLE,
+            tcl_library=None,
+            no_tkinter_reason="not built for macOS (Tk's Aqua port needs Cocoa: cpython/extensions.yaml)",
+        )
+    tcl = Path(sys.base_prefix) / "lib" / "tcl8.6"
+    return TreeFacts(builtin_required=wanted, not_importable=NOT_IMPORTABLE, tcl_library=tcl)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_checks(tree_facts()))

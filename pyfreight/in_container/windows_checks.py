@@ -11,27 +11,22 @@ is said too, so the list can shrink when Wine catches up."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import traceback
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the same file, as the package names it
-    from pyfreight.in_container.bytecode import bytecode_check
+if TYPE_CHECKING:  # the same files, as the package names them
     from pyfreight.in_container.check_wheel import tiny_wheel
-    from pyfreight.in_container.tcl_check import tcl_interpreter_check
-else:  # run as a script, beside which bytecode.py, check_wheel.py, tcl_check.py are copied
-    from bytecode import bytecode_check
+    from pyfreight.in_container.shared_checks import TreeFacts, check, run_checks
+else:  # run as a script, beside which check_wheel.py and shared_checks.py are copied
     from check_wheel import tiny_wheel
-    from tcl_check import tcl_interpreter_check
+    from shared_checks import TreeFacts, check, run_checks
 
 # Modules that cannot import on Windows, or must not be imported by a check, and why.
 NOT_IMPORTABLE = {
@@ -80,29 +75,6 @@ BUILTIN_REQUIRED = [
     "_asyncio", "_queue", "_zoneinfo", "winsound", "nt", "winreg", "_winapi", "msvcrt", "_tkinter",
 ]  # fmt: skip
 TARGET: dict = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-WINE_LIMITS: dict[str, str] = TARGET.get("limits", {})
-
-results: list[tuple[str, str, str]] = []  # (status, name, detail)
-
-CheckFn = Callable[[], str | None]
-
-
-def check(name: str) -> Callable[[CheckFn], CheckFn]:
-    def wrap(fn: CheckFn) -> CheckFn:
-        try:
-            detail = fn() or ""
-            status = "PASS"
-            if name in WINE_LIMITS:
-                detail = f"passes under Wine now; drop it from run.wine.limits. {detail}"
-        except Exception:
-            detail = traceback.format_exc(limit=3).strip().splitlines()[-1]
-            status, detail = (
-                ("WINE", f"{WINE_LIMITS[name]} ({detail})") if name in WINE_LIMITS else ("FAIL", detail)
-            )
-        results.append((status, name, detail))
-        return fn
-
-    return wrap
 
 
 def _python(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -126,44 +98,12 @@ def _prefix() -> str:
     return sys.prefix
 
 
-@check("extension modules are built in")
-def _builtin() -> str:
-    missing = [m for m in BUILTIN_REQUIRED if m not in sys.builtin_module_names]
-    assert not missing, f"not built in: {missing}"
+@check("no extension module outside the interpreter's DLL")
+def _no_pyd() -> str:
     dlls = Path(sys.base_prefix) / "DLLs"
     pyds = sorted(p.name for p in dlls.glob("*.pyd")) if dlls.is_dir() else []
     assert not pyds, f"extension modules outside the interpreter: {pyds}"
-    return f"{len(sys.builtin_module_names)} built-in modules"
-
-
-@check("every stdlib module imports")
-def _imports() -> str:
-    failed, count = [], 0
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    names = sorted(sys.stdlib_module_names)
-    for path in sorted(stdlib.rglob("*.py")):
-        parts = path.relative_to(stdlib).with_suffix("").parts
-        if parts[0] in ("test", "idlelib", "turtledemo", "site-packages", "__phello__") or (
-            "tests" in parts or parts[-1] == "__main__" or "-" in parts[-1]
-        ):
-            continue
-        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    for name in sorted(set(names)):
-        dotted = name.split(".")
-        if any(".".join(dotted[:depth]) in NOT_IMPORTABLE for depth in range(1, len(dotted) + 1)):
-            continue  # the module, or a package it is in
-        try:
-            importlib.import_module(name)
-            count += 1
-        except Exception as exc:
-            failed.append(f"{name}: {type(exc).__name__}: {exc}")
-    assert not failed, "; ".join(failed[:10])
-    return f"{count} modules"
-
-
-@check("the stdlib's bytecode is there and valid for its sources")
-def _bytecode() -> str:
-    return bytecode_check(Path(sysconfig.get_paths()["stdlib"]))
+    return "DLLs\\ holds no .pyd"
 
 
 @check("select.select and sockets with a timeout, whatever the handle's value")
@@ -193,69 +133,6 @@ def _socket_timeout() -> str:
     return f"handle {handle}"
 
 
-@check("TLS handshake with certificate verification")
-def _tls() -> str:
-    import socket
-    import ssl
-    import threading
-
-    # The CA and localhost certificate interpreter_checks.py uses, beside this script.
-    certdir = Path(__file__).resolve().parent / "tls"
-    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server_ctx.load_cert_chain(certdir / "localhost.pem")
-    client_ctx = ssl.create_default_context(cafile=certdir / "ca.pem")
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-
-    def serve() -> None:
-        conn, _ = listener.accept()
-        with server_ctx.wrap_socket(conn, server_side=True) as tls:
-            tls.sendall(tls.recv(100).upper())
-
-    thread = threading.Thread(target=serve)
-    thread.start()
-    with (
-        socket.create_connection(("127.0.0.1", port)) as raw,
-        client_ctx.wrap_socket(raw, server_hostname="localhost") as tls,
-    ):
-        tls.sendall(b"hello")
-        reply = tls.recv(100)
-        version = tls.version()
-    thread.join()
-    assert reply == b"HELLO"
-    if sys.platform == "win32":  # always here; the guard is for the type checker on Linux
-        assert isinstance(ssl.enum_certificates("ROOT"), list)  # Windows' certificate store
-    return f"{ssl.OPENSSL_VERSION}, {version}"
-
-
-@check("sqlite3 with FTS5 and JSON")
-def _sqlite() -> str:
-    import sqlite3
-
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
-    db.execute("INSERT INTO t VALUES ('static python builds')")
-    assert db.execute("SELECT count(*) FROM t WHERE t MATCH 'python'").fetchone() == (1,)
-    assert db.execute("""SELECT json_extract('{"a": [1, 2]}', '$.a[1]')""").fetchone() == (2,)
-    return sqlite3.sqlite_version
-
-
-@check("compression round trips")
-def _compression() -> None:
-    import bz2
-    import lzma
-    import zlib
-
-    data = b"pyfreight " * 1000
-    modules = [bz2, lzma, zlib]
-    if sys.version_info >= (3, 14):
-        from compression import zstd
-
-        modules.append(zstd)
-    for mod in modules:
-        assert mod.decompress(mod.compress(data)) == data, mod.__name__
-
-
 @check("ctypes calls a Windows API and the interpreter's own C API")
 def _ctypes() -> str:
     import ctypes
@@ -273,15 +150,23 @@ def _ctypes() -> str:
     return f"kernel32.GetCurrentProcessId, pythonapi, {name}"
 
 
-@check("hashlib uses OpenSSL; decimal, uuid, xml")
+@check("ssl reads Windows' certificate store")
+def _certificate_store() -> str:
+    import ssl
+
+    if sys.platform != "win32":  # never here; the guard is for the type checker on Linux
+        raise AssertionError(sys.platform)
+    roots = ssl.enum_certificates("ROOT")
+    assert isinstance(roots, list)
+    return f"{len(roots)} root certificates"
+
+
+@check("decimal, uuid, xml")
 def _misc() -> str:
     import decimal
-    import hashlib
     import uuid
     import xml.etree.ElementTree as ET
 
-    assert hashlib.sha256(b"abc").hexdigest().startswith("ba7816bf")
-    assert "sha3_256" in hashlib.algorithms_available and hashlib.blake2b(b"x").digest_size == 64
     assert str(decimal.Decimal(1) / decimal.Decimal(7)) == "0.1428571428571428571428571429"
     assert uuid.uuid4().version == 4
     node = ET.fromstring("<a><b>t</b></a>").find("b")
@@ -299,11 +184,6 @@ def _free_threading() -> str:
     tag = importlib.machinery.EXTENSION_SUFFIXES[0]
     assert tag.startswith(f".cp{sys.version_info[0]}{sys.version_info[1]}{'t' if free else ''}-"), tag
     return f"GIL disabled, {tag}" if free else f"not a free-threaded build; the GIL is on, {tag}"
-
-
-@check("tkinter creates a Tcl interpreter and leaves os.environ as it was")
-def _tkinter() -> str:
-    return tcl_interpreter_check(Path(sys.base_prefix) / "tcl" / "tcl8.6")
 
 
 @check("sysconfig: the platform pip chooses wheels by, and no build paths")
@@ -503,15 +383,16 @@ def _msvc_wheel() -> str:
     return f"{module} of {name}, importing vcruntime140.dll"
 
 
-def main() -> int:
-    width = max(len(name) for _, name, _ in results)
-    for status, name, detail in results:
-        print(f"{status:<4}  {name:<{width}}  {detail}")
-    failed = sum(status == "FAIL" for status, _, _ in results)
-    wine = sum(status == "WINE" for status, _, _ in results)
-    print(f"{len(results) - failed - wine} passed, {wine} failed only under Wine, {failed} failed")
-    return 1 if failed else 0
+def tree_facts() -> TreeFacts:
+    """What the shared checks need to know of a Windows tree checked under Wine."""
+    return TreeFacts(
+        builtin_required=BUILTIN_REQUIRED,
+        not_importable=NOT_IMPORTABLE,
+        tcl_library=Path(sys.base_prefix) / "tcl" / "tcl8.6",
+        runner_limits=TARGET.get("limits", {}),
+        runner="Wine",
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_checks(tree_facts()))
