@@ -127,6 +127,22 @@ class Target:
         target is cross-compiled and its programs run through an emulator or Wine."""
         return self.runner == "native"
 
+    @property
+    def glibc(self) -> bool:
+        """Whether its C library is glibc, whose symbol versions the files may need (up
+        to the ceiling): what PYTHON.json's crt_features and the ELF rules judge."""
+        return self.libc == "glibc"
+
+    @property
+    def under_wine(self) -> bool:
+        """Whether its programs run here under Wine (in the target's runtime image)."""
+        return self.runner == "wine"
+
+    @property
+    def emulated(self) -> bool:
+        """Whether its programs run here through an emulator (binfmt_misc, qemu-user)."""
+        return self.runner == "emulator"
+
     def require(self, step: str) -> None:
         """Stops, with the data's reason, when `step` is not made for this target yet."""
         if step in self.unfinished:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from pyfreight.platforms import platform_of
 from pyfreight.targets import Target
 
 # Fixed paths inside the build container. They never name the host.
@@ -26,43 +27,18 @@ LLVM_BIN = f"/usr/lib/llvm-{LLVM}/bin"  # its unversioned tools, in the build im
 # Optimization and hardening as distributions build static libraries:
 #  -fPIC: the objects end up in libpython.so and in PIE executables.
 #  -fvisibility=hidden: nothing of a dependency is exported from the final binary.
-#  -fstack-protector-strong, -D_FORTIFY_SOURCE=2, -fstack-clash-protection, and the
-#  target's control-flow protection: Debian's and Fedora's hardening defaults.
+#  the platform's hardening (platforms/: Debian's and Fedora's defaults where they
+#  apply) and the target's control-flow protection.
 #  -ffile-prefix-map: the container's build folder does not land in objects.
-#  Windows probes every large stack frame itself (__chkstk): PE targets have no
-#  -fstack-clash-protection, which their compiler would only warn about. macOS's
-#  clang has stack clash protection for x86_64 only; Apple's own builds leave it out.
-HARDENING_CFLAGS = {
-    "elf": "-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fstack-clash-protection",
-    "pe": "-fstack-protector-strong -D_FORTIFY_SOURCE=2",
-    "macho": "-fstack-protector-strong -D_FORTIFY_SOURCE=2",
-}
-
-
-# Frame pointers in every frame, leaf functions included, so that profilers (perf, eBPF
-# tools, py-spy's native mode) unwind our code without DWARF, as distributions now build
-# (Fedora 38, Ubuntu 24.04) and python-build-standalone does. The cost is measured in
-# docs/performance.md (the `nofp` build modifier leaves them out of CPython's own code).
-FRAME_POINTER_CFLAGS = {"elf": "-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer", "pe": "", "macho": ""}
-
-
 def common_cflags(target: Target) -> str:
-    hardening = f"{HARDENING_CFLAGS[target.binary_format]} {target.control_flow_cflags}".rstrip()
-    frame_pointers = FRAME_POINTER_CFLAGS[target.binary_format]
+    platform = platform_of(target)
+    hardening = f"{platform.hardening_cflags} {target.control_flow_cflags}".rstrip()
+    frame_pointers = platform.frame_pointer_cflags
     flags = f"-O2 -fPIC -fvisibility=hidden {hardening}"
     if frame_pointers:
         flags += f" {frame_pointers}"
     return f"{flags} -ffile-prefix-map={WORK_DIR}=."
 
-
-# lld; full RELRO with BIND_NOW and a non-executable stack for anything linked here
-# (configure test programs and the tools some builds run). A PE link gets ASLR (with
-# high entropy) and DEP from lld's defaults for the target. A Mach-O link (zig's own
-# linker) is position-independent with a non-executable stack and data by default; -s
-# leaves out the debug map, whose N_OSO entries name each object by its path in zig's
-# cache (so the bytes, and LC_UUID, would depend on the folder).
-COMMON_LDFLAGS = "-fuse-ld=lld -Wl,-z,relro,-z,now -Wl,-z,noexecstack"
-LDFLAGS = {"elf": COMMON_LDFLAGS, "pe": "", "macho": "-s"}
 
 # A zig sysroot: zig at /sysroot/zig and its drivers in /sysroot/bin
 # (container/zig_sysroot.py), its cache of compiled runtime pieces filled when the build
@@ -83,7 +59,7 @@ def compiler_commands(target: Target) -> tuple[str, str]:
     flags = f"--target={target.clang_triple} --sysroot={SYSROOT}"
     if target.compiler_flags:
         flags += f" {target.compiler_flags}"
-    if target.libc == "glibc":
+    if target.glibc:
         flags += f" -include {GLIBC_FLOOR_HEADER}"
     return f"clang-{LLVM} {flags}", f"clang++-{LLVM} {flags}"
 
@@ -106,13 +82,13 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
     # -mbranch-protection) clang 22 refuses for this machine.
     emulation = (
         {"QEMU_LD_PREFIX": SYSROOT, "CROSS_HOST": clang_triple, "BUILD_CFLAGS": "-O2"}
-        if target.runner == "emulator"
+        if target.emulated
         else {}
     )
     emulation |= target.emulator_env
     if target.zig is not None:
         emulation["ZIG_GLOBAL_CACHE_DIR"] = ZIG_CACHE
-    if target.binary_format == "pe":  # Windows resources (.rc), with the sysroot's headers
+    if platform_of(target).resource_compiler:  # Windows resources (.rc), with the sysroot's headers
         emulation["RC"] = emulation["WINDRES"] = resource_compiler(target)
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -135,7 +111,7 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
         "CFLAGS": common_cflags(target),
         "CXXFLAGS": common_cflags(target),
         "CPPFLAGS": f"-I{PREFIX}/include",
-        "LDFLAGS": f"{LDFLAGS[target.binary_format]} -L{PREFIX}/lib".lstrip(),
+        "LDFLAGS": f"{platform_of(target).build_ldflags} -L{PREFIX}/lib".lstrip(),
         "AR": f"llvm-ar-{LLVM}",
         "RANLIB": f"llvm-ranlib-{LLVM}",
         "NM": f"llvm-nm-{LLVM}",

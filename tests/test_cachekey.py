@@ -10,6 +10,7 @@ import pytest
 from pyfreight import toolchain
 from pyfreight.container.build_image import BuildImage
 from pyfreight.deps.recipe_build import recipe_key
+from pyfreight.platforms import platform_of
 from pyfreight.sources.recipes import load_recipe
 from pyfreight.targets import default_target
 from tests.conftest import write_recipe
@@ -69,7 +70,8 @@ def test_dependency_key_change(recipe):
 
 def test_compiler_settings_change(recipe, monkeypatch):
     before = key(recipe)
-    monkeypatch.setitem(toolchain.HARDENING_CFLAGS, "elf", toolchain.HARDENING_CFLAGS["elf"] + " -O3")
+    platform = platform_of(TARGET)
+    monkeypatch.setattr(type(platform), "hardening_cflags", platform.hardening_cflags + " -O3")
     assert key(recipe) != before
 
 

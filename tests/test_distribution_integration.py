@@ -170,7 +170,7 @@ def _framed_functions(binary: Path) -> dict[str, bool]:
 
 
 def test_the_interpreter_keeps_frame_pointers_for_profilers(dist, tmp_path):
-    """Every Linux build keeps frame pointers (toolchain.FRAME_POINTER_CFLAGS), in
+    """Every Linux build keeps frame pointers (platforms/linux.py frame_pointer_cflags), in
     CPython's code and its libraries', so perf and eBPF profilers unwind our interpreter
     without DWARF: read from the machine code of the shipped executable (a clang 19 build
     without them had 0.2% of its functions setting up %rbp)."""

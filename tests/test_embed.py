@@ -16,6 +16,7 @@ from pyfreight.embed.memory import static_code_refusal
 from pyfreight.embed.select import is_copyleft, select_extensions
 from pyfreight.embed.symbols import Symbols, needed_by_link, read_symbols
 from pyfreight.errors import PyfreightError
+from pyfreight.platforms import WINDOWS
 from pyfreight.python_json import Distribution
 from tests.conftest import pyfreight_cli
 
@@ -181,7 +182,7 @@ def test_a_windows_blob_is_assembled_into_a_coff_read_only_section(tmp_path):
 
     blob = tmp_path / "stdlib.blob"
     blob.write_bytes(b"pyfreight" * 10)
-    text = memimport.blob_asm(blob, "pe")
+    text = memimport.blob_asm(blob, WINDOWS.blob_assembly())
     assert ".type" not in text and ".size" not in text and "GNU-stack" not in text
     assert '.section .rdata,"dr"' in text
     assert ".type pyfreight_blob_start, @object" in memimport.blob_asm(blob)  # ELF keeps its own

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from pyfreight import toolchain
 from pyfreight.cpython.buildinfo import FRAMEWORK, BuildInfo
-from pyfreight.cpython.layout import windows_interpreter_dll
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.errors import PyfreightError
+from pyfreight.platforms import platform_of
+from pyfreight.platforms.windows import interpreter_dll
 from pyfreight.python_json import schema, schema_errors
 from pyfreight.targets import Target
 
@@ -115,7 +116,7 @@ def link_entry(word: str, libraries: dict[str, Library], target: Target) -> dict
 
 def _interpreter_dll(tree: Path) -> str:
     """python3XX.dll of a Windows tree (python3.dll only forwards to it)."""
-    found = windows_interpreter_dll(tree)
+    found = interpreter_dll(tree)
     if found is None:
         raise PyfreightError(f"{tree}: expected one python3XX.dll (or python3XXt.dll) at its top")
     return found
@@ -141,14 +142,14 @@ def inittab_cflags(options: BuildOptions) -> list[str]:
     return ["-std=c11", "-DPy_BUILD_CORE"] + ([] if options.base == "debug" else ["-DNDEBUG"])
 
 
-def crt_features(libc: str, static: bool, glibc_max: tuple[int, ...] | None) -> list[str]:
+def crt_features(target: Target, static: bool, glibc_max: tuple[int, ...] | None) -> list[str]:
     """What the binaries need of the C runtime (PYTHON.json `crt_features`): nothing
     when the C library is linked in, else which one, and for glibc the newest symbol
     version any of them needs."""
     if static:
         return ["static"]
-    if libc != "glibc":
-        return [f"{libc}-dynamic"]
+    if not target.glibc:
+        return [f"{target.libc}-dynamic"]
     return ["glibc-dynamic", "glibc-max-symbol-version:" + ".".join(map(str, glibc_max or ()))]
 
 
@@ -194,12 +195,12 @@ def describe(
             f"the interpreter says its platform is {facts['python_platform_tag']}, but {target.triple}'s "
             f"is {target.python_platform_tag} (targets/{target.triple}.yaml)"
         )
-    windows = target.binary_format == "pe"
+    in_dll = platform_of(target).interpreter_in_dll  # python.exe loads the interpreter's DLL
     core: dict = {
         "objs": [f"build/{o}" for o in info.core_objs],
         "links": [link_entry(w, libraries, target) for w in info.core_link_flags],
     }
-    if windows:  # python.exe loads the interpreter's DLL; packers link its objects
+    if in_dll:  # packers link its objects all the same
         core["shared_lib"] = "install/" + _interpreter_dll(tree)
     else:
         core["static_lib"] = f"{_relative(config['LIBPL'], prefix, tree)}/{config['LIBRARY']}"
@@ -224,12 +225,12 @@ def describe(
         "python_config_vars": config,
         "python_stdlib_test_packages": stdlib_test_packages(tree / paths["stdlib"].removeprefix("install/")),
         "python_suffixes": facts["python_suffixes"],
-        "python_symbol_visibility": "dllexport" if windows else "global-default",
+        "python_symbol_visibility": "dllexport" if in_dll else "global-default",
         # Built-in modules, and extension modules from wheels unless the C library is
         # linked in (a static executable cannot load shared libraries).
         "python_extension_module_loading": ["builtin"] if options.static else ["builtin", "shared-library"],
-        "libpython_link_mode": "shared" if windows else "static",
-        "crt_features": crt_features(target.libc, options.static, glibc_max),
+        "libpython_link_mode": "shared" if in_dll else "static",
+        "crt_features": crt_features(target, options.static, glibc_max),
         "run_tests": run_tests,
         "build_info": {
             "core": core,
@@ -242,7 +243,7 @@ def describe(
         "licenses": CPYTHON_LICENSES,
         "license_path": cpython_license_path,
     }
-    if not windows:
+    if not in_dll:
         document["python_stdlib_platform_config"] = _relative(config["LIBPL"], prefix, tree)
     if tcl_paths:  # the Tcl/Tk script libraries tkinter needs, when the build has it
         document["tcl_library_path"] = f"install/{tcl_folder}"

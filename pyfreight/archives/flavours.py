@@ -12,8 +12,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pyfreight.cpython.layout import LAYOUTS
 from pyfreight.cpython.spec import BuildSpec
+from pyfreight.platforms import LAYOUTS
 
 PYTHON_JSON = "python/PYTHON.json"
 

@@ -40,7 +40,6 @@ from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.container.wine import C_DRIVE, run_windows_program
 from pyfreight.cpython.build import CPythonBuild, build_cpython
 from pyfreight.cpython.buildinfo import read_build_info
-from pyfreight.cpython.layout import installed_python_name, layout_for
 from pyfreight.cpython.profiles import BOLT_PROFILE_NAME, PGO_PROFILE_NAME, SavedProfiles
 from pyfreight.cpython.recompile import BUILD_PYTHON_MOUNT
 from pyfreight.cpython.redistributable import license_text
@@ -53,6 +52,7 @@ from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
+from pyfreight.platforms import installed_python_name, platform_of
 from pyfreight.records import driver_code_digest, exclusive, record_matches, write_record
 from pyfreight.sources.fetch import fetch_source
 from pyfreight.sources.recipes import Recipe, load_all
@@ -122,12 +122,12 @@ def _probe(tree: Path, target: Target, ws: Workspace, build_python: Path | None,
     (in_container/describe_foreign.py)."""
     if not target.runs_here:
         return _probe_foreign(tree, target, ws, build_python, objects)
-    if target.runner == "wine":
+    if target.under_wine:
         result = run_windows_program(
             target,
             ws,
             tree,
-            layout_for(target).interpreter(tree),
+            platform_of(target).layout.interpreter(tree),
             [f"C:\\{DESCRIBE_SCRIPT.name}"],
             what=f"describing {tree.name} under Wine",
             mount_at=f"{C_DRIVE}/{WINDOWS_PROBE_FOLDER}",
@@ -312,7 +312,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
     tree, objects = build.tree, build.objects
     target = build.spec.target
     epoch = newest_mtime(ws.downloads / build.source.source.file) or 0
-    layout = layout_for(target)
+    layout = platform_of(target).layout
     say(f"dist: describing {tree.name}")
     facts = _probe(tree, target, ws, build.build_python, objects)
     info = read_build_info(objects)
@@ -351,8 +351,8 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
             object_format=object_file_format(objects / info.core_objs[0], target),
             glibc_max=glibc,
             cpython_license_path="licenses/cpython/LICENSE.txt",
-            tcl_folder=layout_for(target).tcl_folder,
-            tcl_paths=layout_for(target).tcl_libraries(tree),
+            tcl_folder=platform_of(target).layout.tcl_folder,
+            tcl_paths=platform_of(target).layout.tcl_libraries(tree),
             run_tests="build/run_tests.py",
         )
         python_json = scratch / "PYTHON.json"

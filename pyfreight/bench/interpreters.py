@@ -12,10 +12,10 @@ from pathlib import Path
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.container.wine import wine_path
 from pyfreight.cpython.build import build_cpython
-from pyfreight.cpython.layout import installed_python_name, layout_for
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
+from pyfreight.platforms import installed_python_name, platform_of
 
 PROBE_MOUNT = "/probe"
 
@@ -35,8 +35,8 @@ def ours(ws: Workspace, specs: list[BuildSpec], jobs: int) -> list[Interpreter]:
     for index, spec in enumerate(specs):
         build = build_cpython(spec, ws, jobs=jobs)
         mount = f"/opt/ours{index}"
-        under_wine = spec.target.runner == "wine"
-        program = layout_for(spec.target).interpreter(build.tree)
+        under_wine = spec.target.under_wine
+        program = platform_of(spec.target).layout.interpreter(build.tree)
         python = wine_path(mount, program) if under_wine else f"{mount}/{program}"
         found.append(Interpreter(str(spec.options), python, Mount(build.tree, mount), under_wine))
     return found

@@ -209,7 +209,7 @@ def run_bench(
 ) -> Path:
     # What the user named is checked before anything is fetched or built.
     given = [against(tree, i) for i, tree in enumerate(against_trees)]
-    if given and specs and specs[0].target.runner == "wine":
+    if given and specs and specs[0].target.under_wine:
         raise PyfreightError("--against gives Linux trees; a Windows build is measured beside ours only")
     if not specs or len({(s.version, s.target.triple) for s in specs}) != 1:
         raise PyfreightError("bench compares builds of one CPython version for one target")
@@ -229,7 +229,7 @@ def run_bench(
     chosen = {n: benchmarks[n] for n in (only or benchmarks)}
     minor, target = specs[0].minor, specs[0].target
     interpreters = ours(ws, specs, jobs) + given
-    under_wine = target.runner == "wine"
+    under_wine = target.under_wine
     debian = None if under_wine else images.ensure_debian_python_image(ws, minor)
     if under_wine:
         image = images.ensure_runtime_image(ws, target)

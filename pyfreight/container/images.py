@@ -66,7 +66,7 @@ def sysroot_digest(target: Target) -> str:
         # Patches join the digest only when there are some: an unpatched target's
         # sysroot (macOS's) keeps its digest, and its image.
         return _digest(*zig, patches) if patches else _digest(*zig)
-    floor = (target.libc_ceiling, glibc_floor.FORMAT) if target.libc == "glibc" else None
+    floor = (target.libc_ceiling, glibc_floor.FORMAT) if target.glibc else None
     parts: list[object] = ["sysroot", target.debian_architecture, dict(target.sysroot), floor]
     libc = libc_sysroot.libc_digest(target)
     if libc is not None:
@@ -82,7 +82,7 @@ def build_tag(spec: dict, target: Target) -> str:
 
 
 def runtime_tag(spec: dict, target: Target) -> str:
-    if target.runner == "wine":
+    if target.under_wine:
         dockerfile = (DOCKERFILES_DIR / WINE_DOCKERFILE).read_text()
         return f"pyfreight-runtime:{_digest('wine', base_tag(spec), dict(target.wine_packages), dockerfile)}"
     if target.runtime_tools is not None:  # no Debian: the target's own libc and tools
@@ -252,7 +252,7 @@ def _ensure_sysroot(target: Target, ws: Workspace, mirrors: DebianMirrors) -> Pa
             # built in the build machine's own image: a C library builds freestanding
             builder = ensure_images(ws, build_machine_target())
             members += libc_sysroot.build_libc_into(target, ws, Path(tmp) / "libc", builder)
-        if target.libc == "glibc":
+        if target.glibc:
             members += _floor_header(rootfs, target, Path(tmp) / "floor")
         write_tar(out, members, epoch=0)
     return out
@@ -365,7 +365,7 @@ def ensure_runtime_image(ws: Workspace, target: Target) -> str:
     require_emulator(target)
     spec = load_spec()
     tag = runtime_tag(spec, target)
-    if not docker.image_id(tag) and target.runner == "wine":
+    if not docker.image_id(tag) and target.under_wine:
         return _ensure_wine(spec, target, ws, tag)
     if not docker.image_id(tag) and target.runtime_tools is not None:
         image = ensure_images(ws, target)  # and the sysroot, whose loader and C library it holds

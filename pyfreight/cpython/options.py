@@ -8,6 +8,7 @@ from typing import Any
 from pyfreight import toolchain
 from pyfreight.cpython.versions import CPythonSource, versions_with
 from pyfreight.errors import PyfreightError
+from pyfreight.platforms import platform_of
 from pyfreight.targets import Target
 
 BASE_OPTIONS = ("noopt", "debug", "lto", "pgo", "pgo+lto")
@@ -225,15 +226,14 @@ def applies_bolt(options: BuildOptions, target: Target) -> bool:
 def recorded_flags(codegen: CodeGen, target: Target) -> tuple[str, str]:
     """CFLAGS and LDFLAGS recorded in sysconfig, so they must make sense on a user's
     machine with gcc or clang: hardening only."""
+    platform = platform_of(target)
     cflags = [
         "-fstack-protector-strong" if codegen.stack_protector == "strong" else "-fstack-protector",
         "-D_FORTIFY_SOURCE=2",
-        *(["-fstack-clash-protection"] if target.binary_format == "elf" else []),
+        *(["-fstack-clash-protection"] if platform.stack_clash_protection else []),
         *([target.control_flow_cflags] if codegen.cf_protection and target.control_flow_cflags else []),
     ]
-    if target.binary_format == "macho":  # Apple's linker has no -z options
-        return " ".join(cflags), ""
-    return " ".join(cflags), "-Wl,-z,relro,-z,now -Wl,-z,noexecstack"
+    return " ".join(cflags), platform.hardening_ldflags
 
 
 # What a macOS link of CPython needs said otherwise than its configure says it for
@@ -273,7 +273,7 @@ def _macho_env(options: BuildOptions, target: Target, base: dict[str, str]) -> d
             f"-ffile-prefix-map={toolchain.WORK_DIR}=. -Werror=unguarded-availability-new -Wno-date-time "
             "-fno-sanitize=undefined"
         ),
-        "LDFLAGS_NODIST": f"-L{toolchain.PREFIX}/lib {toolchain.LDFLAGS['macho']}",
+        "LDFLAGS_NODIST": f"-L{toolchain.PREFIX}/lib {platform_of(target).build_ldflags}",
         "MACOSX_DEPLOYMENT_TARGET": target.macos_minimum_text,
     }
 
@@ -295,7 +295,7 @@ def _bolt_tools() -> dict[str, str]:
 
 def _frame_pointer_flags(codegen: CodeGen, target: Target) -> str:
     """Build-only (not recorded in sysconfig, so extensions choose their own)."""
-    flags = toolchain.FRAME_POINTER_CFLAGS[target.binary_format]
+    flags = platform_of(target).frame_pointer_cflags
     return f"{flags} " if flags and codegen.frame_pointers else ""
 
 
@@ -303,7 +303,7 @@ def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
     """Compiler variables for CPython's configure: build-only flags (sysroot, lld,
     our prefix, path mapping) in the *_NODIST variables sysconfig does not pass on."""
     env = toolchain.build_environment(target, jobs=1, source_date_epoch=0)
-    if target.binary_format == "macho":
+    if not platform_of(target).gnu_style_linker:
         return _macho_env(options, target, env)
     cflags, ldflags = recorded_flags(options.codegen, target)
     extra: dict[str, str] = {}

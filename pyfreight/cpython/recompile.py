@@ -13,9 +13,9 @@ from pathlib import Path, PurePosixPath
 
 from pyfreight.container.images import ensure_runtime_image
 from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.cpython.layout import installed_python_name
 from pyfreight.cpython.options import INSTALL_PREFIX
 from pyfreight.paths import Workspace
+from pyfreight.platforms import installed_python_name
 from pyfreight.targets import Target, build_machine_target
 
 

@@ -15,9 +15,9 @@ from functools import cache
 from pathlib import Path
 
 from pyfreight import toolchain
-from pyfreight.cpython.layout import installed_python_name
 from pyfreight.cpython.options import INSTALL_PREFIX
 from pyfreight.errors import PyfreightError
+from pyfreight.platforms import installed_python_name
 from pyfreight.targets import all_targets
 
 

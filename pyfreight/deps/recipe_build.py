@@ -23,6 +23,7 @@ from pyfreight.formats.tarball import newest_mtime, walk_sorted, write_tar
 from pyfreight.hashing import file_sha256
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
+from pyfreight.platforms import platform_of
 from pyfreight.records import record_matches, write_record
 from pyfreight.sources.recipes import Recipe
 from pyfreight.targets import Target
@@ -60,7 +61,7 @@ def recipe_job(
     """A recipe's build job; for a macOS target, the code that hides its libraries'
     symbols afterwards is part of what the artifact is keyed by."""
     job = BuildJob.from_recipe(recipe, dependency_keys, artifacts or [])
-    if target.binary_format == "macho":
+    if platform_of(target).hides_library_symbols:
         job = replace(job, host_code={"macho_symbols.py": Path(macho_symbols.__file__)})
     return job
 
@@ -150,7 +151,7 @@ def build_recipe(
                 f"{recipe.name}: the artifact would not be reproducible (fix it in build.sh):\n  "
                 + "\n  ".join(problems[:20])
             )
-        if target.binary_format == "macho":
+        if platform_of(target).hides_library_symbols:
             _hide_library_symbols(recipe, prefix, files)
         tar = ws.artifacts / f"{stem}.tar"
         write_tar(tar, ((f, prefix / f) for f in files), epoch)

@@ -29,7 +29,7 @@ def run_archive_python(
     output must be inside `work`); returns its exit status and what it printed on
     stdout; what it printed on stderr goes to `log`."""
     target = archive_target(archive)
-    if target.runner != "wine":
+    if not target.under_wine:
         command = [str(archive.python_exe), *map(str, arguments)]
         native = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True, errors="replace")
         return native.returncode, native.stdout

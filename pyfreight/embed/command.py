@@ -32,6 +32,7 @@ from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits
 from pyfreight.leftovers import remove_tree, scratch_folder
 from pyfreight.logs import say
 from pyfreight.paths import Workspace, default_workspace
+from pyfreight.platforms import platform_of
 from pyfreight.targets import Target
 
 # Marks a --work-dir as embed's own, which a later embed may empty.
@@ -138,21 +139,14 @@ def embed(
         if pie is None:
             # Static code objects hold about a million pointers a PIE would relocate at every start.
             pie = archive_pie(archive) and not (memory is not None and memory.static_code)
-        # An application needs no symbol table either (the dynamic symbols, which extension
-        # modules beside it link against, stay); an interpreter keeps it for debuggers.
         application = memory is not None and memory.main is not None
-        stripping = ["-Wl,--strip-all" if application else "-Wl,--strip-debug"] if strip else []
-        extra = ([] if pie else ["-no-pie"]) + stripping
         target = archive_target(archive)
-        if target.binary_format == "pe":
-            extra = []  # a PE image is relocatable (ASLR) and linked without symbols (-s) anyway
-        elif target.binary_format == "macho":
-            # every macOS program is position-independent; -s leaves out the debug map
-            extra = ["-s"] if strip else []
+        platform = platform_of(target)
+        extra = platform.program_flags(pie, strip, application)
         pinned = (
             pinned_zig(target, ws) if target.zig is not None and not (cc or os.environ.get("CC")) else None
         )
-        toolchain = find_toolchain(archive.object_file_format, cc, work, pinned, target.binary_format)
+        toolchain = find_toolchain(archive.object_file_format, cc, work, pinned, platform)
         linker = Linker(toolchain, work)
         staged = stage_memory_importer(archive, linker, output, memory, ws) if memory is not None else None
         reached = staged.extensions(archive) if staged is not None else None
@@ -165,7 +159,7 @@ def embed(
                 output, [e.name for e in plan.extensions], plan.dropped, toolchain.describe(), "", packages
             )
         library = build_libpython(plan, linker)
-        threads = [] if target.binary_format == "pe" else ["-pthread"]
+        threads = list(platform.thread_flags)
         link_line = " ".join([output.name, *(f"-l{n}" for n in plan.inputs.system_libraries), *threads])
         if emit_lib:
             self_contained_library(linker, [library, *plan.inputs.static_libraries], output)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pyfreight.embed.zig import PinnedCompiler
 from pyfreight.errors import PyfreightError
+from pyfreight.platforms import LINUX, NATIVE_OBJECT_FORMATS, Platform
 from pyfreight.toolchain import LLVM
 
 
@@ -34,7 +35,7 @@ class HostToolchain:
     lld_dir: Path | None = None  # a folder holding an `ld.lld` for -B / -fuse-ld=lld
     link_flags: tuple[str, ...] = field(default=())
     object_format: str = "elf"  # "elf", "coff" or "llvm-bitcode:N" (PYTHON.json's)
-    binary_format: str = "elf"  # what it links: "elf", "pe" or "macho" (the archive's target's)
+    platform: Platform = LINUX  # the OS of what it links (the archive's target's)
     env: dict[str, str] = field(default_factory=dict)  # for every tool run, beside os.environ
     library_names: dict[str, str] = field(default_factory=dict)  # -l names this compiler spells otherwise
 
@@ -45,7 +46,7 @@ class HostToolchain:
 
 def bitcode_version(object_file_format: str) -> str | None:
     """'llvm-bitcode:22' -> '22'; 'elf' or 'coff' -> None. Anything else is refused by name."""
-    if object_file_format in ("elf", "coff", "mach-o"):
+    if object_file_format in NATIVE_OBJECT_FORMATS:
         return None
     match = re.fullmatch(r"llvm-bitcode:(\d+)", object_file_format)
     if not match:
@@ -90,10 +91,10 @@ def find_toolchain(
     cc: str | None,
     work: Path,
     pinned: PinnedCompiler | None = None,
-    binary_format: str = "elf",
+    platform: Platform = LINUX,
 ) -> HostToolchain:
     """The tools to compile, archive and link objects of `object_file_format` into
-    `binary_format` images on this host. `cc` (or $CC, else the target's `pinned`
+    images of `platform` on this host. `cc` (or $CC, else the target's `pinned`
     compiler, else `cc`) is the compiler driver."""
     named = cc or os.environ.get("CC")
     use_pinned = pinned is not None and not named
@@ -107,9 +108,7 @@ def find_toolchain(
     description = _version_line(command, env)
     major = bitcode_version(object_file_format)
     pinned_flags = tuple(pinned.link_flags) if pinned is not None and use_pinned else ()
-    if object_file_format == "mach-o":
-        # binutils reads no Apple-silicon Mach-O: LLVM's ar and nm read both CPUs (and on a Mac
-        # they are Xcode's own ar and nm's kin; a Mac's `cc` finds them as llvm-*).
+    if platform.llvm_binutils and major is None:
         ar, nm = (
             _llvm_tool("llvm-ar", LLVM) or shutil.which("ar"),
             _llvm_tool("llvm-nm", LLVM) or shutil.which("nm"),
@@ -126,7 +125,7 @@ def find_toolchain(
             nm=nm,
             link_flags=pinned_flags,
             object_format=object_file_format,
-            binary_format=binary_format,
+            platform=platform,
             env=env,
         )
     if major is None:
@@ -139,7 +138,7 @@ def find_toolchain(
             ar=ar,
             nm=nm,
             object_format=object_file_format,
-            binary_format=binary_format,
+            platform=platform,
             env=env,
             library_names=dict(pinned.library_names) if pinned is not None and use_pinned else {},
         )
@@ -162,7 +161,7 @@ def find_toolchain(
             ar=readers["llvm-ar"],
             nm=readers["llvm-nm"],
             object_format=object_file_format,
-            binary_format=binary_format,
+            platform=platform,
             env=env,
             library_names=dict(pinned.library_names),
         )

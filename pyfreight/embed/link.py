@@ -18,6 +18,7 @@ from pyfreight.embed.symbols import needed_by_link, read_symbols
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.arfile import nondeterministic_members
 from pyfreight.logs import say, tail
+from pyfreight.platforms import EmbedLibraries
 from pyfreight.python_json import Distribution, Extension, LinkInputs
 
 
@@ -93,55 +94,30 @@ class Linker:
         out.unlink(missing_ok=True)
         listing = self.work / "objects.txt"
         listing.write_text("".join(f"{o}\n" for o in objects))
-        # Mach-O linkers read the BSD archive format (Apple's ar writes it; llvm-ar on
-        # Linux writes GNU's unless told).
-        darwin = ["--format=darwin"] if self.toolchain.object_format == "mach-o" else []
-        self.run([self.toolchain.ar, "qcD", *darwin, str(out), f"@{listing}"], "archiving libpython")
+        # In the archive format the platform's linker reads.
+        form = list(self.toolchain.platform.archiver_flags)
+        self.run([self.toolchain.ar, "qcD", *form, str(out), f"@{listing}"], "archiving libpython")
         self.run([self.toolchain.ar, "sD", str(out)], "indexing libpython")
 
 
 def link_flags(plan: EmbedPlan, toolchain: HostToolchain, exports: bool = True) -> list[str]:
-    """Everything after the program's own objects and libpython: the shipped static
-    libraries as a group (their order among themselves does not matter), system libraries
-    by name, and the interpreter's export and hardening flags. Without `exports` (a program
-    that loads no extension module from a file and has no ctypes to look the C API up),
-    an ELF program exports nothing and the linker drops the sections nothing uses."""
+    """Everything after the program's own objects and libpython, as the platform links
+    it: the shipped static libraries, system libraries by name, and the interpreter's
+    export and hardening flags."""
     libraries = plan.inputs.static_libraries
     missing = [str(p) for p in libraries if not p.is_file()]
     if missing:
         raise PyfreightError(
             f"the archive lacks static libraries its PYTHON.json names: {', '.join(missing)}"
         )
-    if toolchain.binary_format == "pe":
-        # Windows: lld takes archives in any order and keeps their symbols private to the
-        # image unless exported; the image has no symbols (-s), as the archive's own.
-        names = toolchain.library_names
-        return [*map(str, libraries), *(f"-l{names.get(n, n)}" for n in plan.inputs.system_libraries), "-s"]
-    if toolchain.binary_format == "macho":
-        # macOS: the linker takes archives in any order; frameworks by name; the 16 MiB
-        # main-thread stack CPython's own link asks for (in hex: zig's linker reads
-        # decimal otherwise). The executable exports its symbols for extension modules.
-        frameworks = [word for name in plan.inputs.frameworks for word in ("-framework", name)]
-        system = [f"-l{name}" for name in plan.inputs.system_libraries]
-        return [
-            *map(str, libraries),
-            *system,
-            *frameworks,
-            "-Wl,-stack_size,0x1000000",
-            # zig strips functions nothing in the program calls when a link is optimized,
-            # and extension modules loaded later call them
-            "-Wl,--no-gc-sections",
-            *toolchain.link_flags,
-        ]
-    hidden = ":".join(p.name for p in libraries)
-    flags = ["-Wl,--start-group", *map(str, libraries), "-Wl,--end-group"]
-    flags += [f"-l{name}" for name in plan.inputs.system_libraries]
-    flags += ["-pthread", *(["-Xlinker", "-export-dynamic"] if exports else ["-Wl,--gc-sections"])]
-    # The bundled libraries' symbols stay private, as in the distribution's interpreter.
-    if hidden:
-        flags.append(f"-Wl,--exclude-libs,{hidden}")
-    flags += ["-Wl,-z,relro,-z,now", "-Wl,-z,noexecstack", *toolchain.link_flags]
-    return flags
+    given = EmbedLibraries(
+        static=libraries,
+        system=plan.inputs.system_libraries,
+        frameworks=plan.inputs.frameworks,
+        library_names=toolchain.library_names,
+        toolchain_flags=toolchain.link_flags,
+    )
+    return toolchain.platform.embed_link_flags(given, exports)
 
 
 def plan_embed(archive: Distribution, selection: str, nm: str) -> EmbedPlan:
@@ -173,14 +149,6 @@ def build_libpython(plan: EmbedPlan, linker: Linker) -> Path:
     return library
 
 
-def whole_archive(library: Path, toolchain: HostToolchain) -> list[str]:
-    """Every member of `library` linked in: GNU ld's and lld's --whole-archive, or a
-    Mach-O linker's -force_load."""
-    if toolchain.binary_format == "macho":
-        return [f"-Wl,-force_load,{library}"]
-    return ["-Wl,--whole-archive", str(library), "-Wl,--no-whole-archive"]
-
-
 def link_executable(
     plan: EmbedPlan,
     linker: Linker,
@@ -196,22 +164,17 @@ def link_executable(
     with CPython's own interpreter); without, only what the program calls."""
     partial = output.with_name(f".{output.name}.partial")
     partial.unlink(missing_ok=True)
-    # A PE program's objects call the C API through __imp_ pointers, which lld makes for
-    # symbols of loaded objects only; Mach-O is left as it was proven.
-    whole = exports or linker.toolchain.binary_format != "elf"
+    platform = linker.toolchain.platform
     command = [
         *linker.toolchain.cc,
         "-o",
         str(partial),
         *map(str, program_objects),
-        *(whole_archive(library, linker.toolchain) if whole else [str(library)]),
+        *(platform.whole_archive(library) if platform.links_library_whole(exports) else [str(library)]),
         *link_flags(plan, linker.toolchain, exports),
         *extra_flags,
+        *platform.executable_extra_outputs(linker.work),
     ]
-    if linker.toolchain.binary_format == "pe":
-        # The C API is dllexport-ed, so the linker also writes an import library; it goes
-        # to the work folder, not beside the executable.
-        command.append(f"-Wl,--out-implib,{linker.work / 'executable.lib'}")
     say(f"embed: linking {output.name} ({len(plan.extensions)} extension modules; log {linker.log})")
     try:
         linker.run(command, "linking")

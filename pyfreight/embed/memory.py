@@ -222,8 +222,7 @@ def _stage_application(
         site, packed = linker.work / "site", linker.work / "site-packed"
         for folder in (site, packed):
             shutil.rmtree(folder, ignore_errors=True)
-        windows = archive_target(archive).runner == "wine"
-        if windows:
+        if archive_target(archive).under_wine:
             wheels = [w.resolve() for w in options.wheels]
             requirements = options.requirements.resolve() if options.requirements else None
             install_under_wine(archive, linker.work, wheels, requirements, site, linker.log, ws)
@@ -232,7 +231,7 @@ def _stage_application(
                 archive.python_exe, options.wheels, options.requirements, site, linker.log
             )
         exclude += application.split_site(site, packed, on_disk)
-        if windows:
+        if linker.toolchain.platform.interpreter_in_dll:  # what a compiled module imports
             refuse_compiled(on_disk, archive)
         apps.append(packed)
     for name in options.filesystem:
@@ -287,7 +286,7 @@ def link_memory_importer(
     """Links the executable; returns the packages folder written beside it, if any."""
     blob = pack_stdlib(plan, linker, options, staged, ws)
     asm = linker.work / "blob.S"
-    asm.write_text(memimport.blob_asm(blob, archive_target(plan.archive).binary_format))
+    asm.write_text(memimport.blob_asm(blob, linker.toolchain.platform.blob_assembly()))
     on_disk = linker.work / "on-disk"
     has_packages = any(on_disk.iterdir())
     app_c = linker.work / "app.c"
@@ -323,9 +322,6 @@ def link_memory_importer(
 
 
 def blob_placement(linker: Linker) -> list[str]:
-    """The link flags that put an ELF program's blob at its end (memimport.BLOB_LINK_SCRIPT)."""
-    if linker.toolchain.binary_format != "elf":
-        return []
-    script = linker.work / "blob.ld"
-    script.write_text(memimport.BLOB_LINK_SCRIPT)
-    return [f"-Wl,-T,{script}"]
+    """The link flags that put a program's blob at its end, where the platform's linker
+    takes a script for it (memimport.BLOB_LINK_SCRIPT)."""
+    return linker.toolchain.platform.blob_placement(linker.work, memimport.BLOB_LINK_SCRIPT)

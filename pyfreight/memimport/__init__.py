@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pyfreight.platforms import LINUX
+from pyfreight.platforms.base import BlobAssembly
+
 PACKAGE_DIR = Path(__file__).parent
 PACKER = PACKAGE_DIR / "pack.py"
 REACH = PACKAGE_DIR / "reach.py"  # run by the target interpreter, before PACKER, for an application
@@ -36,21 +39,23 @@ INSERT AFTER .bss;
 """
 
 
-def blob_asm(blob_path: Path, binary_format: str = "elf") -> str:
+ELF_BLOB = LINUX.blob_assembly()
+
+
+def blob_asm(blob_path: Path, assembly: BlobAssembly = ELF_BLOB) -> str:
     """Text of a .S file that embeds blob_path between pyfreight_blob_start and pyfreight_blob_end.
 
     Assembled with `cc -c blob.S` (gcc or clang).  .incbin reads the file at assembly time, so the
     path is made absolute; the string is quoted for the assembler.  ELF objects get a typed,
-    sized symbol and a non-executable stack note; COFF (Windows, binary format "pe") has
-    neither, and its read-only data section is .rdata.
+    sized symbol and a non-executable stack note; COFF (Windows) has neither, and its read-only
+    data section is .rdata: the target's platform says which (`assembly`).
     """
     path = str(Path(blob_path).resolve())
     if any(c in path for c in '"\\\n'):
         raise ValueError(f"blob path not usable in an .incbin directive: {path!r}")
-    # By the target's binary format, not its objects' (an lto archive's are LLVM bitcode).
-    elf = binary_format != "pe"
+    # By the target's platform, not its objects' format (an lto archive's are LLVM bitcode).
     # ELF: a section of its own, which BLOB_LINK_SCRIPT places at the image's end.
-    section = '.section .pyfreight_blob,"a"' if elf else '.section .rdata,"dr"'
+    elf, section = assembly.typed, assembly.section
     start_type = "    .type pyfreight_blob_start, @object\n" if elf else ""
     end_type = "    .type pyfreight_blob_end, @object\n" if elf else ""
     trailer = (

@@ -16,7 +16,6 @@ from pyfreight.container.images import (
 )
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.build import CPythonBuild
-from pyfreight.cpython.layout import installed_python_name
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import interpreter_identity, tree_target
 from pyfreight.formats.macho import is_macho
@@ -24,6 +23,7 @@ from pyfreight.formats.untrusted import judge_tree
 from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
+from pyfreight.platforms import installed_python_name
 from pyfreight.records import driver_code_digest, exclusive, record_matches, write_record
 from pyfreight.targets import Target
 from pyfreight.verify.check_macos import check_macos_install

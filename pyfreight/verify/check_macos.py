@@ -13,10 +13,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pyfreight.cpython.layout import installed_python_name
 from pyfreight.formats.untrusted import UntrustedTree
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR
+from pyfreight.platforms import installed_python_name
 from pyfreight.targets import Target
 from pyfreight.verify.macho_rules import check_macho_tree
 from pyfreight.verify.test_suite import test_suite_command

@@ -29,7 +29,7 @@ def libc_problem(facts: ElfFacts, target: Target) -> str | None:
     if facts.glibc is None:
         return None
     newest = ".".join(map(str, facts.glibc))
-    if target.libc != "glibc":
+    if not target.glibc:
         return f"needs GLIBC_{newest}, but {target.triple} is a {target.libc} target: it may need no glibc"
     if facts.glibc > target.ceiling:
         return f"needs GLIBC_{newest}, newer than {target.ceiling_text} allowed for {target.triple}"

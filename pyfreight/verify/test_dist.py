@@ -13,7 +13,6 @@ from pyfreight.archives.flavours import recognise
 from pyfreight.container.images import ensure_runtime_image
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.container.wine import C_DRIVE, run_windows_program, wine_path
-from pyfreight.cpython.layout import layout_of
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_target
 from pyfreight.formats.macho import is_macho
@@ -21,6 +20,7 @@ from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.leftovers import owned, scratch_folder
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
+from pyfreight.platforms import layout_of
 from pyfreight.python_json import checked_document
 from pyfreight.verify.check_install import check_install
 from pyfreight.verify.check_macos import runs_on_this_machine

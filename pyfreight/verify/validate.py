@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import posixpath
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,6 @@ from typing import Any
 from pyfreight.archives.describe import crt_features
 from pyfreight.archives.flavours import recognise
 from pyfreight.archives.sbom import sbom_errors
-from pyfreight.cpython.layout import WINDOWS, WINDOWS_FORWARDER_DLLS, layout_of, windows_interpreter_dll
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.cpython.setup_local import load_extension_data
@@ -32,6 +32,8 @@ from pyfreight.formats.macho import is_macho
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
 from pyfreight.formats.untrusted import MAX_BINARY_BYTES, regular_files
 from pyfreight.leftovers import scratch_folder
+from pyfreight.platforms import LINUX, MACOS, WINDOWS, WINDOWS_LAYOUT, Platform, layout_of, platform_of
+from pyfreight.platforms.windows import FORWARDER_DLLS, interpreter_dll
 from pyfreight.python_json import schema_errors
 from pyfreight.targets import Target, all_targets, default_target, known_names
 from pyfreight.verify.check_windows import windows_tree_target
@@ -250,7 +252,7 @@ def _interpreter_problems(
         name.startswith("__") and name.endswith("_chk") and name != "__stack_chk_fail"
         for name in facts.imported
     )
-    if dynamic and (spec is None or spec.libc == "glibc") and not fortified:
+    if dynamic and (spec is None or spec.glibc) and not fortified:
         problems.append(Problem(member, "no _FORTIFY_SOURCE (no glibc __*_chk function is called)"))
     if build_options is not None:
         try:
@@ -266,9 +268,11 @@ def _interpreter_problems(
     return problems
 
 
-def _install_tree(install: Path, prefix: str, target: Target) -> tuple[list[Problem], list[ElfFacts]]:
-    """The rules for a Unix install tree, and the facts of its ELF files (read once);
-    a macOS tree's Mach-O files are judged by _macho_tree."""
+def _install_tree(
+    install: Path, prefix: str, target: Target, elf_files: bool
+) -> tuple[list[Problem], list[ElfFacts]]:
+    """The rules for a Unix install tree, and the facts of its ELF files (read once,
+    when it has them, `elf_files`); a macOS tree's Mach-O files are judged by _macho_tree."""
     problems: list[Problem] = []
     facts: list[ElfFacts] = []
     # Extension modules allowed as shared libraries, in lib-dynload: only the test-only
@@ -277,7 +281,7 @@ def _install_tree(install: Path, prefix: str, target: Target) -> tuple[list[Prob
     for path in sorted(install.rglob("*")):
         rel = f"{prefix}/{path.relative_to(install)}"
         if path.is_file() and not path.is_symlink():
-            if target.binary_format == "elf":
+            if elf_files:
                 problems += _elf_problems(path, rel, target, facts)
             extension = path.name.endswith(".so") and "site-packages" not in path.parts
             allowed = path.name.split(".")[0] in test_only and path.parent.name == "lib-dynload"
@@ -331,13 +335,13 @@ def _pe_tree(install: Path, prefix: str, target: Target) -> list[Problem]:
     for name in ("python.exe", "pythonw.exe", *sorted(target.pe_redistributed)):
         if not (install / name).is_file():
             problems.append(Problem(f"{prefix}/{name}", "missing"))
-    if not any((install / name).is_file() for name in WINDOWS_FORWARDER_DLLS):
+    if not any((install / name).is_file() for name in FORWARDER_DLLS):
         problems.append(
             Problem(
                 f"{prefix}/python3.dll", "missing: the stable ABI's forwarder (python3t.dll free-threaded)"
             )
         )
-    if windows_interpreter_dll(install) is None:
+    if interpreter_dll(install) is None:
         problems.append(
             Problem(
                 f"{prefix}/python3XX.dll",
@@ -371,7 +375,7 @@ def _said_crt(document: dict | None, spec: Target) -> list[Problem]:
     (Windows' UCRT, macOS's libSystem) says so in crt_features."""
     if document is None:
         return []
-    said, expected = document.get("crt_features"), crt_features(spec.libc, False, None)
+    said, expected = document.get("crt_features"), crt_features(spec, False, None)
     if said == expected:
         return []
     return [Problem("python/PYTHON.json", f"crt_features say {said}, but {spec.triple}'s are {expected}")]
@@ -380,7 +384,7 @@ def _said_crt(document: dict | None, spec: Target) -> list[Problem]:
 def _object_problems(build: Path, spec: Target) -> list[Problem]:
     """The full archive's objects and static libraries, which packers link on their own
     machines: none may refer to a glibc symbol version above the target's ceiling."""
-    if spec.libc != "glibc" or not build.is_dir():
+    if not spec.glibc or not build.is_dir():
         return []
     problems = []
     for path in sorted(build.rglob("*")):
@@ -412,7 +416,7 @@ def _crt_problems(document: dict, install: Path, spec: Target, elf: list[ElfFact
     except (PyfreightError, OSError):
         return []  # reported by the ELF and symlink rules
     newest = max((f.glibc for f in elf if f.glibc), default=None)
-    found = crt_features(spec.libc, static, newest)
+    found = crt_features(spec, static, newest)
     problems = []
     if said != found:
         problems.append(
@@ -448,7 +452,7 @@ def _target_of(
         spec = all_targets().get(said)
         if spec is None:
             return None, [Problem("python/PYTHON.json", f"unknown target {said}; known: {known_names()}")]
-    elif layout_of(install) is WINDOWS:
+    elif layout_of(install) is WINDOWS_LAYOUT:
         try:
             spec = windows_tree_target(install)
         except PyfreightError as exc:
@@ -504,21 +508,47 @@ def validate(archive: Path, target: str | None = None, limits: Limits = DEFAULT_
         problems += found
         if spec is None:
             return problems
-        if spec.binary_format == "pe":
-            problems += _pe_tree(install, prefix, spec)
-            problems += _said_crt((document or {}) if full else None, spec)
-            return problems
-        found, elf = _install_tree(install, prefix, spec)
-        problems += found
-        if spec.binary_format == "macho":
-            problems += _macho_tree(install, prefix, spec)
-            problems += _said_crt((document or {}) if full else None, spec)
-            return problems
-        if full:
-            problems += _object_problems(root / "build", spec)
-            problems += _crt_problems(document or {}, install, spec, elf)
-        said_options = (document or {}).get("build_options") if full else None
-        problems += _interpreter_problems(
-            install, prefix, said_options if isinstance(said_options, str) else None, spec
-        )
+        tree = ArchiveTree(root, install, prefix, spec, (document or {}) if full else None)
+        problems += TREE_RULES[platform_of(spec)](tree)
     return problems
+
+
+@dataclass(frozen=True)
+class ArchiveTree:
+    """An unpacked archive, as the rules of its platform's tree read it."""
+
+    root: Path  # the archive's python/ folder
+    install: Path  # its install tree
+    prefix: str  # the install tree's path in the archive
+    target: Target
+    document: dict | None  # PYTHON.json: a full archive's
+
+
+def _linux_tree(tree: ArchiveTree) -> list[Problem]:
+    problems, elf = _install_tree(tree.install, tree.prefix, tree.target, elf_files=True)
+    if tree.document is not None:
+        problems += _object_problems(tree.root / "build", tree.target)
+        problems += _crt_problems(tree.document, tree.install, tree.target, elf)
+    said_options = (tree.document or {}).get("build_options")
+    problems += _interpreter_problems(
+        tree.install, tree.prefix, said_options if isinstance(said_options, str) else None, tree.target
+    )
+    return problems
+
+
+def _windows_tree(tree: ArchiveTree) -> list[Problem]:
+    return _pe_tree(tree.install, tree.prefix, tree.target) + _said_crt(tree.document, tree.target)
+
+
+def _macos_tree(tree: ArchiveTree) -> list[Problem]:
+    problems, _ = _install_tree(tree.install, tree.prefix, tree.target, elf_files=False)
+    problems += _macho_tree(tree.install, tree.prefix, tree.target)
+    return problems + _said_crt(tree.document, tree.target)
+
+
+# Each platform's tree rules, after the rules every archive passes.
+TREE_RULES: dict[Platform, Callable[[ArchiveTree], list[Problem]]] = {
+    LINUX: _linux_tree,
+    WINDOWS: _windows_tree,
+    MACOS: _macos_tree,
+}
