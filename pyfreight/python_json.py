@@ -20,6 +20,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
+from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.paths import SCHEMA_DIR
@@ -134,6 +135,13 @@ class Distribution:
     @property
     def build_options(self) -> str:
         return str(self.document["build_options"])
+
+    @cached_property
+    def build(self) -> BuildSpec:
+        """The build the archive is (version, options, target), read once into the one
+        type every step carries; a target or option this pyfreight does not know is
+        refused by name."""
+        return BuildSpec.named(self.python_version, self.build_options, self.target_triple)
 
     @property
     def python_exe(self) -> Path:

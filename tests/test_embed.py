@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pyfreight import toolchain
+from pyfreight.cpython.spec import BuildSpec
 from pyfreight.embed.host_toolchain import find_toolchain
 from pyfreight.embed.link import generate_config_c
 from pyfreight.embed.memory import static_code_refusal
@@ -18,6 +19,7 @@ from pyfreight.embed.symbols import Symbols, needed_by_link, read_symbols
 from pyfreight.errors import PyfreightError
 from pyfreight.platforms import WINDOWS
 from pyfreight.python_json import Distribution
+from pyfreight.targets import default_target
 from tests.conftest import pyfreight_cli
 
 
@@ -159,7 +161,7 @@ def test_elf_archives_use_the_given_compiler(tmp_path):
     ],
 )
 def test_static_code_is_refused_by_name_where_its_layouts_do_not_apply(version, options, applies):
-    refusal = static_code_refusal(version, options)
+    refusal = static_code_refusal(BuildSpec.named(f"{version}.0", options, default_target().triple))
     assert (refusal is None) == applies
     if refusal:
         assert f"this archive is {version} {options}: leave --static-code out" in refusal

@@ -17,14 +17,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.embed.memory import static_code_refusal
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
-from pyfreight.python_json import checked_document
+from pyfreight.python_json import Distribution, checked_document
 
 # Speed goals: the memory binary's time as a fraction of the filesystem importer's.
 GOALS = {"stdlib import": 0.60, "start-up": 0.85}
@@ -294,7 +293,8 @@ def run_bench_import(
         with_policy = before + script + after
         commands[f"filesystem import, {policy}"] = [str(python), "-I", "-c", with_policy]
         commands[f"memory import, {policy}"] = [str(memory_binary), "-I", "-c", with_policy]
-    if static_code_refusal(document["python_major_minor_version"], document["build_options"]) is None:
+    build = Distribution(unpacked / "python", document).build
+    if static_code_refusal(build) is None:
         static_binary = ensure_memory_binary(ws, archive, cc, limits=limits, static_code=True)
         commands["memory static-code import"] = [str(static_binary), "-I", "-c", script]
         commands["memory static-code -c pass"] = [str(static_binary), "-c", "pass"]
@@ -302,7 +302,7 @@ def run_bench_import(
             with_policy = before + script + after
             commands[f"memory static-code import, {policy}"] = [str(static_binary), "-I", "-c", with_policy]
     if pie_both:
-        pie = not BuildOptions.parse(document["build_options"]).codegen.pie
+        pie = not build.options.codegen.pie
         other_binary = ensure_memory_binary(ws, archive, cc, pie=pie, limits=limits)
         other = "PIE" if pie else "non-PIE"
         commands[f"memory {other} import"] = [str(other_binary), "-I", "-c", script]

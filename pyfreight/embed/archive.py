@@ -8,12 +8,10 @@ import re
 from pathlib import Path
 
 from pyfreight import python_json
-from pyfreight.cpython.options import BuildOptions
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits
 from pyfreight.logs import say
 from pyfreight.python_json import Distribution
-from pyfreight.targets import Target, target
 
 # Compiler flags a PYTHON.json may ask for config.c. Not accepted, by design: -wrapper,
 # -B, -fplugin, @file, -specs, -Xclang, -Wl/-Wa/-Wp (they run or load other programs, or
@@ -26,18 +24,6 @@ ALLOWED_CFLAG = re.compile(
     r"|-O[0-3sgz]?|-g[0-3]?|-f(no-)?(PIC|PIE|pic|pie|wrapv|strict-aliasing|common)|-fvisibility=[a-z]+"
     r"|-W(no-)?[a-z][a-z0-9-]*(=[a-z0-9]+)?"
 )
-
-
-def archive_target(dist: Distribution) -> Target:
-    """The target the archive was built for; one targets/*.yaml does not describe is
-    refused by name."""
-    return target(dist.target_triple)
-
-
-def archive_pie(dist: Distribution) -> bool:
-    """Whether the archive's own interpreter is a PIE (its build options say; the schema
-    and validate hold them to the executable): embed links alike by default."""
-    return BuildOptions.parse(dist.build_options).codegen.pie
 
 
 def check_cflags(dist: Distribution) -> None:

@@ -14,7 +14,6 @@ from typing import TextIO
 
 from pyfreight.container.run import Mount
 from pyfreight.container.wine import run_windows_program
-from pyfreight.embed.archive import archive_target
 from pyfreight.paths import Workspace
 from pyfreight.python_json import Distribution
 
@@ -28,7 +27,7 @@ def run_archive_python(
     """Runs the archive's python_exe with `arguments` (Paths are files or folders; an
     output must be inside `work`); returns its exit status and what it printed on
     stdout; what it printed on stderr goes to `log`."""
-    target = archive_target(archive)
+    target = archive.build.target
     if not target.under_wine:
         command = [str(archive.python_exe), *map(str, arguments)]
         native = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True, errors="replace")

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyfreight.embed.archive import archive_pie, archive_target, open_archive
+from pyfreight.embed.archive import open_archive
 from pyfreight.embed.host_toolchain import find_toolchain
 from pyfreight.embed.link import (
     LOG_NAME,
@@ -135,12 +135,13 @@ def embed(
                 "--memory-importer builds an executable; it does not combine with --emit-lib"
             )
         archive = open_archive(archive_path, work / "archive", whole_tree=memory is not None, limits=limits)
-        _check_cross_compiler(archive_target(archive), cc, archive_path)
+        _check_cross_compiler(archive.build.target, cc, archive_path)
         if pie is None:
             # Static code objects hold about a million pointers a PIE would relocate at every start.
-            pie = archive_pie(archive) and not (memory is not None and memory.static_code)
+            # as the archive's own interpreter is (its build options say; validate holds them)
+            pie = archive.build.options.codegen.pie and not (memory is not None and memory.static_code)
         application = memory is not None and memory.main is not None
-        target = archive_target(archive)
+        target = archive.build.target
         platform = platform_of(target)
         extra = platform.program_flags(pie, strip, application)
         pinned = (

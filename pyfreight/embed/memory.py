@@ -15,11 +15,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pyfreight import memimport
-from pyfreight.cpython.options import BuildOptions
+from pyfreight.cpython.spec import BuildSpec
 from pyfreight.cpython.versions import versions_with
 from pyfreight.embed import application
 from pyfreight.embed.application import MainSpec
-from pyfreight.embed.archive import archive_target
 from pyfreight.embed.archive_python import run_archive_python
 from pyfreight.embed.link import EmbedPlan, Linker, build_libpython, link_executable
 from pyfreight.embed.windows_packages import install_under_wine, refuse_compiled
@@ -168,10 +167,10 @@ def _check_included(names: Sequence[str], reached: dict[str, list[str]]) -> None
             )
 
 
-def static_code_refusal(version: str, build_options: str) -> str | None:
-    """Why --static-code does not apply to an archive of `version` and `build_options`
-    (its layouts are those of default builds of the listed versions), or None when it does."""
-    options = BuildOptions.parse(build_options)
+def static_code_refusal(build: BuildSpec) -> str | None:
+    """Why --static-code does not apply to an archive of `build` (its layouts are those
+    of default builds of the listed versions), or None when it does."""
+    version, options = build.minor, build.options
     # The versions staticcode.py (and static_code.h) lay out: cpython/versions.yaml's
     # static_code feature (tests/test_staticcode.py holds the generator to the same list).
     laid_out = versions_with("static_code")
@@ -222,7 +221,7 @@ def _stage_application(
         site, packed = linker.work / "site", linker.work / "site-packed"
         for folder in (site, packed):
             shutil.rmtree(folder, ignore_errors=True)
-        if archive_target(archive).under_wine:
+        if archive.build.target.under_wine:
             wheels = [w.resolve() for w in options.wheels]
             requirements = options.requirements.resolve() if options.requirements else None
             install_under_wine(archive, linker.work, wheels, requirements, site, linker.log, ws)
@@ -261,7 +260,7 @@ def stage_memory_importer(
     application's packages installed, and what it reaches."""
     ws = ws or default_workspace()
     application.packages_folder(output)  # refused before any work if it is not ours
-    refusal = static_code_refusal(archive.python_major_minor_version, archive.build_options)
+    refusal = static_code_refusal(archive.build)
     if options.static_code and refusal:
         raise PyfreightError(refusal)
     if options.main is None and (options.include or options.whole_stdlib):
