@@ -228,7 +228,7 @@ def cmd_test_dist(args: argparse.Namespace) -> None:
 
 
 def cmd_release(args: argparse.Namespace) -> None:
-    from pyfreight.archives.flavours import parse_full_name
+    from pyfreight.cpython.naming import parse_full_name
     from pyfreight.publish.release import make_release
 
     ws = default_workspace()
@@ -248,6 +248,7 @@ def cmd_release(args: argparse.Namespace) -> None:
 
 
 def cmd_matrix(args: argparse.Namespace) -> None:
+    from pyfreight.cpython.naming import make_arguments
     from pyfreight.publish.matrix import release_matrix
 
     entries = release_matrix()
@@ -255,7 +256,7 @@ def cmd_matrix(args: argparse.Namespace) -> None:
         print(json.dumps({"include": [e.as_json() for e in entries]}, sort_keys=True))
         return
     for e in entries:
-        print(f"make {' '.join(e.spec.make_arguments()):<55} # {e.name}")
+        print(f"make {' '.join(make_arguments(e.spec)):<55} # {e.name}")
 
 
 def cmd_embed(args: argparse.Namespace) -> None:

@@ -142,8 +142,9 @@ def noopt_dists(tmp_path_factory):
     """The archives of a real CPython noopt build (default target) of a pinned minor
     version, built once per test session and version (the build is the expensive part),
     as a function of the version."""
-    from pyfreight.archives.flavours import FULL, INSTALL_ONLY, INSTALL_ONLY_STRIPPED, parse_full_name
+    from pyfreight.archives.flavours import FULL, INSTALL_ONLY, INSTALL_ONLY_STRIPPED
     from pyfreight.archives.write import WrittenArchives
+    from pyfreight.cpython.naming import parse_full_name
     from pyfreight.cpython.spec import BuildSpec
     from pyfreight.formats.tarball import read_member
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pyfreight.archives.flavours import FLAVOURS, parse_full_name
+from pyfreight.archives.flavours import FLAVOURS
+from pyfreight.cpython.naming import folder_stem, parse_full_name
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.paths import default_workspace
@@ -79,7 +80,7 @@ def test_a_second_build_on_the_same_folder_waits_for_the_first(noopt_dist):
     it builds), `pyfreight build` of the same build waits and says for whom, then finds
     the work done instead of writing the same tree at the same time."""
     spec = BuildSpec.resolve("3.14", "noopt", None)
-    record = default_workspace().build / f"{spec.folder_stem}.json"
+    record = default_workspace().build / f"{folder_stem(spec)}.json"
     command = [str(PYFREIGHT), "build", "--python", "3.14", "--options", "noopt", "--no-check", "--no-dist"]
     with exclusive(record, "first run"):
         second = subprocess.Popen(

@@ -361,8 +361,8 @@ def _option_pattern(schema: str, *path: str) -> str:
 def test_the_schemas_option_patterns_accept_what_options_py_builds():
     """PYTHON.json's build_options and a target's release_options name builds the way
     cpython/options.py parses them: every base and modifier it knows, and nothing else."""
+    from pyfreight.cpython.naming import MAKE_SUFFIX
     from pyfreight.cpython.options import BASE_OPTIONS, MODIFIERS, BuildOptions
-    from pyfreight.cpython.spec import MAKE_SUFFIX
 
     described = _option_pattern("PYTHON.json.schema.json", "properties", "build_options")
     released = _option_pattern("target.schema.json", "properties", "release_options", "items")

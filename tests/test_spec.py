@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyfreight.archives.flavours import FLAVOURS, FULL, parse_full_name
+from pyfreight.archives.flavours import FLAVOURS, FULL
+from pyfreight.cpython.naming import folder_stem, make_arguments, parse_full_name
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.cpython.versions import load_versions
 from pyfreight.errors import PyfreightError
@@ -23,14 +24,14 @@ def test_the_defaults_are_the_datas():
 def test_spellings():
     spec = BuildSpec.resolve("3.13", "freethreaded+pgo+lto", "x86_64-unknown-linux-gnu")
     version = spec.version
-    assert spec.folder_stem == f"cpython-{version}-freethreaded_pgo_lto-x86_64-unknown-linux-gnu"
-    assert spec.make_arguments() == ("linux-x86_64-pgo", "CPYTHON=3.13", "FREETHREADED=1")
+    assert folder_stem(spec) == f"cpython-{version}-freethreaded_pgo_lto-x86_64-unknown-linux-gnu"
+    assert make_arguments(spec) == ("linux-x86_64-pgo", "CPYTHON=3.13", "FREETHREADED=1")
     assert FULL.file_name(spec, "20990101") == (
         f"cpython-{version}+20990101-x86_64-unknown-linux-gnu-freethreaded+pgo+lto-full.tar.zst"
     )
     names = {f.name: f.file_name(spec, "20990101") for f in FLAVOURS}
     assert names["install_only"].endswith("-x86_64-unknown-linux-gnu-freethreaded-install_only.tar.gz")
-    assert BuildSpec.resolve("3.14", "pgo+lto+pie", None).make_arguments()[-1] == "MODIFIERS=pie"
+    assert make_arguments(BuildSpec.resolve("3.14", "pgo+lto+pie", None))[-1] == "MODIFIERS=pie"
     # one spec in a set or as a key: specs of one target are equal and hash alike
     assert len({spec, BuildSpec.resolve("3.13", "freethreaded+pgo+lto", "linux-x86_64")}) == 1
 

@@ -3,15 +3,15 @@ python-build-standalone, which installers already parse), compression, where the
 install tree sits inside, and how each is recognised from its content alone.
 
 The archives are written by archives/write.py; validate, test-dist, reproduce and release
-ask here what an archive is, and what build a full archive's name names."""
+ask here what an archive is (cpython/naming.py makes and parses the names)."""
 
 from __future__ import annotations
 
 import datetime
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pyfreight.cpython.naming import archive_name
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.platforms import LAYOUTS
 
@@ -31,15 +31,8 @@ class Flavour:
         return f".tar.{self.compression}"
 
     def file_name(self, spec: BuildSpec, release: str) -> str:
-        """The archive's name (python-build-standalone's scheme, which installers parse)."""
-        named = f"cpython-{spec.version}+{release}-{spec.target.triple}"
-        options = str(spec.options)
-        if self.describes_itself:
-            return f"{named}-{options}-{self.name}{self.suffix}"
-        # The default pgo+lto build has no option segment, its free-threaded twin says
-        # "freethreaded"; other builds keep their option string.
-        variant = {"pgo+lto": "", "freethreaded+pgo+lto": "freethreaded-"}.get(options, f"{options}-")
-        return f"{named}-{variant}{self.name}{self.suffix}"
+        """The archive's name (cpython/naming.py makes every name of a build)."""
+        return archive_name(spec, release, self.name, self.suffix, full=self.describes_itself)
 
 
 FULL = Flavour("full", "zst", "python/install", describes_itself=True)
@@ -68,18 +61,3 @@ def recognise(names: Sequence[str]) -> Flavour | None:
 def release_tag(epoch: int) -> str:
     """YYYYMMDD (UTC) of the source release's newest file: the default {release}."""
     return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y%m%d")
-
-
-_FULL_NAME = re.compile(
-    r"cpython-(?P<version>3\.\d+\.\d+[a-z0-9]*)\+(?P<release>[^-]+)-(?P<target>.+)-(?P<options>[a-z+]+)"
-    r"-full\.tar\.zst"
-)
-
-
-def parse_full_name(file_name: str) -> tuple[BuildSpec, str] | None:
-    """The build and the release a full archive's file name names; None when it is not
-    such a name. An unknown target or option raises a PyfreightError that names it."""
-    match = _FULL_NAME.fullmatch(file_name)
-    if match is None:
-        return None
-    return BuildSpec.named(match["version"], match["options"], match["target"]), match["release"]

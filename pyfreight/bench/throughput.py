@@ -22,6 +22,7 @@ from pyfreight.bench.suite import BENCHMARKS_IN_WHEEL, ensure_tools, full_suite,
 from pyfreight.container import images
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.container.wine import CLEAN_WINDOWS_DLLS, RUNNER, WINE, wine_path
+from pyfreight.cpython.naming import bench_names
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import owned
@@ -246,9 +247,8 @@ def run_bench(
             f"two columns share a name ({', '.join(labels)}); name --against trees as LABEL=PATH"
         )
 
-    # The default target's results keep their short names; another target's say which.
-    stem = f"{minor}" if target.is_default else f"{minor}-{target.triple}"
-    out_dir = ws.build / "bench" / f"cpython-{stem}"
+    folder, stem = bench_names(minor, target)
+    out_dir = ws.build / "bench" / folder
     out_dir.mkdir(parents=True, exist_ok=True)
     out_dir.chmod(0o777)  # written by the container's user (Wine's is the prefix's owner)
     log = ws.logs / f"bench-{stem}.log"

@@ -15,6 +15,7 @@ from pyfreight import toolchain
 from pyfreight.container import images
 from pyfreight.container.build_job import BuildJob, job_key, run_build_job
 from pyfreight.cpython import recompile, relocate, windows_projects, windows_training
+from pyfreight.cpython.naming import folder_stem
 from pyfreight.cpython.options import INSTALL_PREFIX, OUTPUT_DIR, BuildOptions, compiler_env, configure_args
 from pyfreight.cpython.profiles import BOLT_PROFILE_NAME, PGO_PROFILE_NAME, SavedProfiles
 from pyfreight.cpython.progress import CPythonPhases
@@ -107,7 +108,7 @@ def build_cpython(
     key = job_key(job, image, target)
 
     build_python_tree = None if build_python is None else build_python.tree
-    stem = spec.folder_stem
+    stem = folder_stem(spec)
     dependencies = {name: a.path for name, a in sorted(deps.artifacts.items())}
     build = CPythonBuild(
         spec=spec,

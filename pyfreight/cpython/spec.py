@@ -1,8 +1,8 @@
 """A build, named once: the CPython version, the build options and the target. The
 command line resolves one from what a user typed and every step (build, archives,
 verify, publish, bench) receives it whole; each spelling of a build (its folder in
-build/, its make arguments, and, in archives/flavours.py, its archive names and their
-parsing) is made from this object, never parsed back from another spelling."""
+build/, its make arguments, its archive names) is made from this object by
+cpython/naming.py, and parsed back into one there alone."""
 
 from __future__ import annotations
 
@@ -12,9 +12,6 @@ from pyfreight.cpython.options import BuildOptions, applies_bolt
 from pyfreight.cpython.versions import CPythonSource, cpython_source
 from pyfreight.errors import PyfreightError
 from pyfreight.targets import Target, default_target, target
-
-# The Makefile's build targets, MAKE_NAME-SUFFIX, by the base option each builds.
-MAKE_SUFFIX = {"pgo+lto": "pgo", "lto": "lto", "noopt": "noopt", "debug": "debug"}
 
 
 @dataclass(frozen=True)
@@ -89,25 +86,6 @@ class BuildSpec:
                 "statically (glibc's name service and iconv load shared libraries); "
                 "static is for musl targets"
             )
-
-    @property
-    def folder_stem(self) -> str:
-        """The name of the build's tree, artifact, record and log in build/."""
-        return f"cpython-{self.version}-{self.options}-{self.target.triple}".replace("+", "_")
-
-    def make_arguments(self) -> tuple[str, ...]:
-        """The make command line that builds this (README's `make MAKE_NAME-SUFFIX …`)."""
-        options = self.options
-        if options.base not in MAKE_SUFFIX:
-            raise PyfreightError(
-                f"build option {options} has no make target; bases are {', '.join(MAKE_SUFFIX)}"
-            )
-        arguments = [f"{self.target.make_name}-{MAKE_SUFFIX[options.base]}", f"CPYTHON={self.minor}"]
-        if options.freethreaded:
-            arguments.append("FREETHREADED=1")
-        if options.modifiers:
-            arguments.append("MODIFIERS=" + "+".join(options.modifiers))
-        return tuple(arguments)
 
     def __str__(self) -> str:
         return f"cpython {self.version} {self.options} for {self.target.triple}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pyfreight.cpython.naming import make_arguments
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.cpython.versions import load_versions
 from pyfreight.targets import all_targets
@@ -26,7 +27,7 @@ class MatrixEntry:
             "target": self.spec.target.triple,
             "cpython": self.spec.minor,
             "options": str(self.spec.options),
-            "make": " ".join(self.spec.make_arguments()),
+            "make": " ".join(make_arguments(self.spec)),
         }
 
 

@@ -24,8 +24,8 @@ from pyfreight.archives.flavours import (
     INSTALL_ONLY_STRIPPED,
     PYTHON_JSON,
     Flavour,
-    parse_full_name,
 )
+from pyfreight.cpython.naming import FULL_NAME_PATTERN, parse_full_name, uv_key
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
@@ -57,9 +57,7 @@ def _files_of(full: Path) -> tuple[tuple[BuildSpec, str], dict[str, Path]]:
     by flavour name; nothing is read from them yet."""
     parsed = parse_full_name(full.name)
     if parsed is None:
-        raise PyfreightError(
-            f"{full.name}: not a full archive name (cpython-VERSION+RELEASE-TARGET-OPTIONS-full.tar.zst)"
-        )
+        raise PyfreightError(f"{full.name}: not a full archive name ({FULL_NAME_PATTERN})")
     archives = {}
     for flavour in FLAVOURS:
         path = full.with_name(flavour.file_name(*parsed))
@@ -101,8 +99,7 @@ def _uv_entries(builds: list[Build], url_of: dict[str, str], sha_of: dict[str, s
         if found is None:
             continue
         variant, rank = found
-        os_, arch, libc = build.spec.target.uv_platform
-        key = f"cpython-{build.spec.version}{'+' + variant if variant else ''}-{os_}-{arch}-{libc}"
+        key = uv_key(build.spec, variant)
         flavour = INSTALL_ONLY if variant else INSTALL_ONLY_STRIPPED
         if key not in chosen or rank < chosen[key][0]:
             chosen[key] = (rank, build, flavour, variant)

@@ -12,8 +12,9 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyfreight.archives.flavours import PYTHON_JSON, parse_full_name
+from pyfreight.archives.flavours import PYTHON_JSON
 from pyfreight.archives.write import ensure_distribution
+from pyfreight.cpython.naming import parse_full_name
 from pyfreight.cpython.profiles import BOLT_PROFILE_NAME, PGO_PROFILE_NAME, SavedProfiles
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
