@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyfreight.archives.flavours import PYTHON_JSON
 from pyfreight.archives.write import ensure_distribution
-from pyfreight.cpython.naming import parse_full_name
+from pyfreight.cpython.naming import FULL_NAME_PATTERN, parse_full_name
 from pyfreight.cpython.profiles import BOLT_PROFILE_NAME, PGO_PROFILE_NAME, SavedProfiles
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
@@ -35,9 +35,7 @@ def parse_name(archive: Path) -> tuple[BuildSpec, str]:
     """The build and release a full archive's name names: what reproduce rebuilds."""
     named = parse_full_name(archive.name)
     if named is None:
-        raise PyfreightError(
-            f"{archive.name} is not a full archive name (cpython-VERSION+RELEASE-TRIPLE-OPTIONS-full.tar.zst)"
-        )
+        raise PyfreightError(f"{archive.name} is not a full archive name ({FULL_NAME_PATTERN})")
     return named
 
 
