@@ -217,7 +217,9 @@ def test_a_transform_with_other_metadata_is_refused_by_name(tmp_path):
 
 @contextmanager
 def _small_and_quick() -> Iterator[None]:
-    """The block must end within a second, having held under 100 MB."""
+    """The block must end within ten seconds, having held under 100 MB: a reader that
+    copies or expands what it was refused takes minutes and gigabytes, and a bound near
+    the second one run takes fails on a busy 2-core CI machine (it took 1.3 s there)."""
     tracemalloc.start()
     started = time.perf_counter()
     try:
@@ -225,7 +227,7 @@ def _small_and_quick() -> Iterator[None]:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - started < 1
+    assert time.perf_counter() - started < 10
     assert peak < 100 << 20
 
 
