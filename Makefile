@@ -16,9 +16,9 @@ python_flag = $(if $(CPYTHON),--python $(CPYTHON),)
 FREETHREADED ?=
 MODIFIERS ?=
 ARGS ?=
-variant = $(if $(FREETHREADED),freethreaded+,)$(1)$(if $(MODIFIERS),+$(MODIFIERS),)
-# $(1): the make name of a target (targets/*.yaml), $(2): the build option.
-build = $(PYFREIGHT) build $(python_flag) --target $(1) --options $(call variant,$(2)) $(ARGS)
+# A build goal hands the driver its own name and the variables; cpython/naming.py reads
+# MAKE_NAME-SUFFIX back into the build, as it writes the make command of a build.
+build = $(PYFREIGHT) build --make $@ CPYTHON=$(CPYTHON) FREETHREADED=$(FREETHREADED) MODIFIERS=$(MODIFIERS) $(ARGS)
 
 # The CPython builds (pattern rules, below) are not .PHONY: make skips pattern rules
 # for phony targets.
@@ -69,17 +69,17 @@ lint: setup
 # `make MAKE_NAME-noopt`: dependencies first, then the interpreter, then
 # check-install. An unknown name stops with the list of known ones.
 %-noopt: setup
-	$(call build,$*,noopt)
+	$(build)
 
 %-debug: setup
-	$(call build,$*,debug)
+	$(build)
 
 %-lto: setup
-	$(call build,$*,lto)
+	$(build)
 
 # The default distribution: PGO and LTO.
 %-pgo: setup
-	$(call build,$*,pgo+lto)
+	$(build)
 
 # The dependencies alone: every recipe the target has (`make MAKE_NAME-deps`).
 %-deps: setup

@@ -37,9 +37,19 @@ def _target(args: argparse.Namespace) -> Target:
 
 def _spec(args: argparse.Namespace) -> BuildSpec:
     """The build --python, --options and --target name together: resolved once per
-    command, then carried whole."""
+    command, then carried whole. The Makefile names it by its goal and variables instead
+    (--make), which cpython/naming parses as it makes them."""
     from pyfreight.cpython.spec import BuildSpec
 
+    make = getattr(args, "make", None)
+    if make is not None:
+        from pyfreight.cpython.naming import spec_of_make_arguments
+
+        if args.python or args.target:
+            raise PyfreightError(
+                "--make names the build whole: give CPYTHON= after the goal, not --python or --target"
+            )
+        return spec_of_make_arguments(make)
     return BuildSpec.resolve(args.python, args.options, _target(args))
 
 
@@ -474,6 +484,14 @@ def build_parser() -> argparse.ArgumentParser:
         "build",
         parents=parents("python", "options", "target", "jobs"),
         help="build CPython (dependencies first) into a relocatable tree",
+    )
+    p.add_argument(
+        "--make",
+        nargs="+",
+        metavar="WORD",
+        help="the Makefile's way to name the build: its goal and variables "
+        "(MAKE_NAME-pgo CPYTHON=3.13 FREETHREADED=1 MODIFIERS=pie), "
+        "instead of --python, --options and --target",
     )
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
     p.add_argument("--no-check", dest="check", action="store_false", help="skip check-install afterwards")

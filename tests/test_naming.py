@@ -6,10 +6,22 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from pyfreight.archives.flavours import FLAVOURS
-from pyfreight.cpython.naming import bench_names, folder_stem, parse_full_name, uv_key
+from pyfreight.cpython.naming import (
+    MAKE_SUFFIX,
+    bench_names,
+    folder_stem,
+    make_arguments,
+    parse_full_name,
+    spec_of_make_arguments,
+    uv_key,
+)
 from pyfreight.cpython.spec import BuildSpec
+from pyfreight.errors import PyfreightError
 from pyfreight.targets import all_targets
+from tests.make_dry_run import build_of_make
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pyfreight"
 NAMING = "cpython/naming.py"
@@ -60,3 +72,47 @@ def test_every_build_name_comes_back_as_the_same_build():
             assert uv_key(spec, "").endswith("-".join(target.uv_platform))
             folder, stem = bench_names(spec.minor, target)
             assert folder == f"cpython-{stem}" and (stem == "3.14") == target.is_default
+
+
+def _buildable(options: str) -> list[BuildSpec]:
+    """The builds of `options` for every target that can have them."""
+    specs = []
+    for target in all_targets().values():
+        try:
+            specs.append(BuildSpec.resolve("3.14", options, target))
+        except PyfreightError:
+            continue  # e.g. pgo on a target without a profile runtime
+    return specs
+
+
+@pytest.mark.parametrize(
+    "options", ["noopt", "pgo+lto", "freethreaded+lto", "debug+static", "pgo+lto+pie+nojit"]
+)
+def test_every_make_command_comes_back_as_the_same_build(options):
+    specs = _buildable(options)
+    assert specs
+    for spec in specs:
+        assert spec_of_make_arguments(make_arguments(spec)) == spec, make_arguments(spec)
+
+
+def test_make_itself_hands_the_driver_the_build_its_goal_names():
+    """Through the Makefile's pattern rules and the driver's parser, one goal per suffix."""
+    for option, suffix in MAKE_SUFFIX.items():
+        assert str(build_of_make(f"linux-x86_64-{suffix}", "CPYTHON=3.13").options) == option
+    built = build_of_make("linux-x86_64-pgo", "FREETHREADED=1", "MODIFIERS=pie")
+    assert (str(built.options), built.target.make_name) == ("freethreaded+pgo+lto+pie", "linux-x86_64")
+
+
+@pytest.mark.parametrize(
+    ("words", "refusal"),
+    [
+        (["linux-x86_64-fast"], "is not MAKE_NAME-SUFFIX"),
+        (["pgo"], "is not MAKE_NAME-SUFFIX"),
+        (["linux-x86_64-pgo", "PYTHON=3.13"], "is not a make variable"),
+        (["linux-x86_64-pgo", "CPYTHON"], "is not a make variable"),
+        (["nosuch-pgo"], "unknown target 'nosuch'"),
+    ],
+)
+def test_a_make_command_that_names_no_build_is_refused_by_name(words, refusal):
+    with pytest.raises(PyfreightError, match=refusal):
+        spec_of_make_arguments(words)

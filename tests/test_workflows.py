@@ -14,8 +14,10 @@ import pytest
 import yaml
 
 from pyfreight.cli import build_parser
-from pyfreight.targets import all_targets, target
+from pyfreight.cpython.versions import cpython_source
+from pyfreight.targets import all_targets
 from tests.conftest import PYFREIGHT, REPO
+from tests.make_dry_run import build_of_make
 
 ACTIONLINT = PYFREIGHT.with_name("actionlint")  # built by scripts/setup.sh
 WORKFLOWS = REPO / ".github" / "workflows"
@@ -71,28 +73,21 @@ def test_the_matrix_follows_the_targets_data():
 
 @pytest.mark.parametrize("row", _matrix(), ids=lambda row: row["name"])
 def test_every_matrix_command_is_one_make_accepts_and_builds_that_option(row):
-    result = subprocess.run(
-        ["make", "-n", *row["make"].split()], cwd=REPO, capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
-    build = [line for line in result.stdout.splitlines() if " build " in line]
-    assert build, result.stdout
-    words = build[-1].split()
-    assert words[words.index("--options") + 1] == row["options"]
-    assert words[words.index("--python") + 1] == row["cpython"]
-    assert target(words[words.index("--target") + 1]).triple == row["target"]
+    built = build_of_make(*row["make"].split())
+    assert str(built.options) == row["options"]
+    assert built.minor == row["cpython"]
+    assert built.target.triple == row["target"]
 
 
 def test_make_leaves_the_default_version_to_the_driver():
     """make names a CPython version only when the user did: cpython/versions.yaml's default
     is the one default, not a second one written in the Makefile."""
     plain = subprocess.run(["make", "-n", "linux-x86_64-noopt"], cwd=REPO, capture_output=True, text=True)
-    build = [line for line in plain.stdout.splitlines() if " build " in line]
-    assert build and "--python" not in build[-1], plain.stdout
-    chosen = subprocess.run(
-        ["make", "-n", "linux-x86_64-noopt", "CPYTHON=3.13"], cwd=REPO, capture_output=True, text=True
-    )
-    assert "--python 3.13 " in chosen.stdout, chosen.stdout
+    assert " CPYTHON= " in plain.stdout and "--python" not in plain.stdout, plain.stdout
+    assert build_of_make("linux-x86_64-noopt").version == cpython_source(None).version
+    assert build_of_make("linux-x86_64-noopt", "CPYTHON=3.13").minor == "3.13"
+    # PYTHON= on make's command line is read as CPYTHON; one exported by the shell is not
+    assert build_of_make("linux-x86_64-noopt", "PYTHON=3.13").minor == "3.13"
 
 
 def _pyfreight_commands() -> list[tuple[str, list[str]]]:
@@ -147,8 +142,8 @@ def test_the_macos_workflow_builds_each_target_on_linux_and_runs_it_on_a_mac_of_
         "x86_64": True,
     }
     for name in built:
-        result = subprocess.run(["make", "-n", f"{name}-noopt"], cwd=REPO, capture_output=True, text=True)
-        assert result.returncode == 0 and f"--target {name} --options noopt" in result.stdout, result.stderr
+        built = build_of_make(f"{name}-noopt")
+        assert (built.target, str(built.options)) == (macos[name], "noopt")
 
 
 def test_the_windows_workflow_builds_on_linux_and_runs_the_checks_on_real_windows():
@@ -163,11 +158,8 @@ def test_the_windows_workflow_builds_on_linux_and_runs_the_checks_on_real_window
     # The build users download by default: the target's first pgo release build.
     (default,) = [o for o in windows.release_options if "pgo" in o]
     assert f"make {windows.make_name}-pgo" in steps
-    made = subprocess.run(
-        ["make", "-n", f"{windows.make_name}-pgo"], cwd=REPO, capture_output=True, text=True
-    )
-    assert made.returncode == 0, made.stderr
-    assert f"--target {windows.make_name} --options {default}" in made.stdout
+    made = build_of_make(f"{windows.make_name}-pgo")
+    assert (made.target, str(made.options)) == (windows, default)
     script = "\n".join(step.get("run", "") for step in run["steps"])
     (copied,) = re.findall(r"cp pyfreight/in_container/\{([^}]+)\}\.py", script)
     for name in [*copied.split(","), "tls"]:

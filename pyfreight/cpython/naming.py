@@ -7,6 +7,7 @@ module formats or parses such a name."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
@@ -14,6 +15,8 @@ from pyfreight.targets import Target
 
 # The Makefile's build targets, MAKE_NAME-SUFFIX, by the base option each builds.
 MAKE_SUFFIX = {"pgo+lto": "pgo", "lto": "lto", "noopt": "noopt", "debug": "debug"}
+# The make variables a build goal reads (README), as make_arguments writes them.
+MAKE_VARIABLES = ("CPYTHON", "FREETHREADED", "MODIFIERS")
 
 
 def folder_stem(spec: BuildSpec) -> str:
@@ -32,6 +35,34 @@ def make_arguments(spec: BuildSpec) -> tuple[str, ...]:
     if options.modifiers:
         arguments.append("MODIFIERS=" + "+".join(options.modifiers))
     return tuple(arguments)
+
+
+def spec_of_make_arguments(arguments: Sequence[str]) -> BuildSpec:
+    """The build a make command line names, parsed back (the inverse of make_arguments):
+    the goal MAKE_NAME-SUFFIX, then VARIABLE=VALUE words. An empty value is unset and any
+    other FREETHREADED value sets it, as make's $(if ...) reads them."""
+    if not arguments:
+        raise PyfreightError("--make needs a goal: MAKE_NAME-SUFFIX (targets/*.yaml make_name)")
+    goal, *words = arguments
+    make_name, _, suffix = goal.rpartition("-")
+    base = {made: option for option, made in MAKE_SUFFIX.items()}.get(suffix)
+    if not make_name or base is None:
+        suffixes = ", ".join(MAKE_SUFFIX.values())
+        raise PyfreightError(f"make goal {goal!r} is not MAKE_NAME-SUFFIX with a suffix of {suffixes}")
+    values: dict[str, str] = {}
+    for word in words:
+        name, equals, value = word.partition("=")
+        if not equals or name not in MAKE_VARIABLES:
+            raise PyfreightError(
+                f"{word!r} is not a make variable of a build; they are {', '.join(MAKE_VARIABLES)}"
+            )
+        values[name] = value
+    options = "+".join(
+        (["freethreaded"] if values.get("FREETHREADED") else [])
+        + [base]
+        + ([values["MODIFIERS"]] if values.get("MODIFIERS") else [])
+    )
+    return BuildSpec.resolve(values.get("CPYTHON") or None, options, make_name)
 
 
 def archive_name(spec: BuildSpec, release: str, flavour: str, suffix: str, full: bool) -> str:
