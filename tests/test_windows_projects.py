@@ -14,12 +14,12 @@ from pyfreight.cpython.versions import cpython_source
 from pyfreight.cpython.windows_projects import (
     CONFIG_C,
     EXTERNALS_DIR,
+    PCBuild,
     build_info,
     builtin_config,
     builtin_extensions,
     dll_parts,
     field3_value,
-    global_properties,
     link_libraries,
     load_settings,
     makefile,
@@ -46,18 +46,23 @@ def pcbuild(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def extensions(pcbuild):
-    return builtin_extensions(pcbuild[1], global_properties(WINDOWS, SOURCE.version, INNER))
+def projects(pcbuild):
+    return PCBuild(pcbuild[1], WINDOWS, SOURCE.version, INNER, disable_gil=False)
 
 
 @pytest.fixture(scope="module")
-def parts(pcbuild, extensions):
-    return dll_parts(pcbuild[1], WINDOWS, SOURCE.version, INNER, extensions)
+def extensions(projects):
+    return builtin_extensions(projects)
 
 
 @pytest.fixture(scope="module")
-def rules(pcbuild, parts) -> str:
-    return makefile(pcbuild[1], WINDOWS, SOURCE.version, INNER, parts)
+def parts(projects, extensions):
+    return dll_parts(projects, extensions)
+
+
+@pytest.fixture(scope="module")
+def rules(projects, parts) -> str:
+    return makefile(projects, parts)
 
 
 def _recipe(rules: str, target: str) -> str:

@@ -137,6 +137,34 @@ def global_properties(
     return dict(load_settings()["msbuild_properties"]) | computed
 
 
+class PCBuild:
+    """The pinned source's PCbuild projects as this build's msbuild evaluates them (its
+    target, version and GIL, as global properties computed once); each project is read
+    the first time a step asks for it and then shared."""
+
+    def __init__(
+        self, root: Path, target: Target, version: str, inner_source: str, disable_gil: bool
+    ) -> None:
+        self.root = root
+        self.target = target
+        self.inner_source = inner_source
+        self.properties = global_properties(target, version, inner_source, disable_gil)
+        self._read: dict[str, Project] = {}
+
+    def has(self, name: str) -> bool:
+        return (self.root / "PCbuild" / f"{name}.vcxproj").is_file()
+
+    def project(self, file_name: str) -> Project:
+        """PCbuild/`file_name` (a project's name is its .vcxproj's)."""
+        if "." not in file_name:
+            file_name += ".vcxproj"
+        if file_name not in self._read:
+            self._read[file_name] = read_project(
+                self.root / "PCbuild" / file_name, self.properties, self.root
+            )
+        return self._read[file_name]
+
+
 def field3_value(version: str) -> str:
     """python.props' Field3Value of `version`, the third number of the version resources
     (FILEVERSION 3,14,FIELD3,API): micro*1000 + release level*10 + serial, the level 10
@@ -273,21 +301,19 @@ def toolchain_link_words(words: list[str]) -> list[str]:
     return [f"-l{renamed.get(w[2:], w[2:])}" if w.startswith("-l") else w for w in words]
 
 
-def builtin_extensions(pcbuild_root: Path, known: dict[str, str]) -> dict[str, Project]:
+def builtin_extensions(pcbuild: PCBuild) -> dict[str, Project]:
     """The extension projects pcbuild.proj builds (ExtensionModules), with the extension
     projects they reference, but those the settings leave out; by module name (a
     project builds the module of its own name)."""
     settings = load_settings()["builtin_extensions"]
     recipe_projects = load_settings()["recipe_projects"]
-    build = read_project(pcbuild_root / "PCbuild" / "pcbuild.proj", known, pcbuild_root)
-    pending = [i.include for i in build.items_of("ExtensionModules")]
+    pending = [i.include for i in pcbuild.project("pcbuild.proj").items_of("ExtensionModules")]
     found: dict[str, Project] = {}
     while pending:
         name = pending.pop(0)
         if name in found or name in settings["excluded"]:
             continue
-        project = read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root)
-        found[name] = project
+        project = found[name] = pcbuild.project(name)
         for reference in project.items_of("ProjectReference"):
             referenced = PureWindowsPath(reference.include).stem
             if referenced not in core_projects() and referenced not in recipe_projects:
@@ -329,24 +355,13 @@ class DllPart:
     extension: bool
 
 
-def dll_parts(
-    pcbuild_root: Path,
-    target: Target,
-    version: str,
-    inner_source: str,
-    extensions: dict[str, Project],
-    disable_gil: bool = False,
-) -> list[DllPart]:
+def dll_parts(pcbuild: PCBuild, extensions: dict[str, Project]) -> list[DllPart]:
     """What python3XX.dll is made of, project by project: the Makefile links it, and
     PYTHON.json tells packers (build_info) which objects are the core and which a module."""
     settings = load_settings()
-    known = global_properties(target, version, inner_source, disable_gil)
     builtin = tuple(settings["builtin_extensions"]["definitions"])
     static = settings["builtin_extensions"].get("static", {})
-    parts = [
-        (name, read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root), (), False)
-        for name in settings["dll_projects"]
-    ]
+    parts = [(name, pcbuild.project(name), (), False) for name in settings["dll_projects"]]
     parts += [
         (name, project, (*builtin, *static.get(name, {}).get("definitions", ())), True)
         for name, project in extensions.items()
@@ -354,11 +369,11 @@ def dll_parts(
     return [
         DllPart(
             name,
-            tuple(compiles(project, inner_source, f"obj/{name}", definitions)),
+            tuple(compiles(project, pcbuild.inner_source, f"obj/{name}", definitions)),
             tuple(
                 dict.fromkeys(
-                    recipe_links(name, target)
-                    + link_libraries(project, target)
+                    recipe_links(name, pcbuild.target)
+                    + link_libraries(project, pcbuild.target)
                     + [f"-l{w}" for w in static.get(name, {}).get("links", ())]
                 )
             ),
@@ -397,20 +412,11 @@ def build_info(parts: list[DllPart], config_c: str) -> dict[str, Any]:
     }
 
 
-def makefile(
-    pcbuild_root: Path,
-    target: Target,
-    version: str,
-    inner_source: str,
-    parts: list[DllPart],
-    disable_gil: bool = False,
-) -> str:
+def makefile(pcbuild: PCBuild, parts: list[DllPart]) -> str:
     """The Makefile of the Windows build: python3XX.dll from `parts`, and the programs."""
     settings = load_settings()
-    known = global_properties(target, version, inner_source, disable_gil)
-    core = read_project(
-        pcbuild_root / "PCbuild" / f"{settings['dll_projects'][0]}.vcxproj", known, pcbuild_root
-    )
+    target, inner_source = pcbuild.target, pcbuild.inner_source
+    core = pcbuild.project(settings["dll_projects"][0])
     dll_name = core.property("TargetName")  # python314, or python314t without the GIL
     if not dll_name:
         raise PyfreightError(f"{core.path.name} names no TargetName for the interpreter's DLL")
@@ -447,7 +453,7 @@ def makefile(
         "",
     ]
     for name in settings["programs"]:
-        project = read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root)
+        project = pcbuild.project(name)
         program = f"{project.property('TargetName') or name}.exe"
         units = compiles(project, inner_source, f"obj/{name}")
         units += resources(project, inner_source, f"obj/{name}", program)
@@ -465,9 +471,9 @@ def makefile(
         outputs[name] = program
     forwarders = []
     for name in settings["forwarder_dlls"]:
-        if not (pcbuild_root / "PCbuild" / f"{name}.vcxproj").is_file():
+        if not pcbuild.has(name):
             continue  # a forwarder project of another CPython version
-        project = read_project(pcbuild_root / "PCbuild" / f"{name}.vcxproj", known, pcbuild_root)
+        project = pcbuild.project(name)
         forwarder = f"{project.property('TargetName') or name}.dll"
         units = compiles(project, inner_source, f"obj/{name}")
         units += resources(project, inner_source, f"obj/{name}", forwarder)
@@ -521,10 +527,10 @@ def job_inputs(
     scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=scratch, prefix=owned("pcbuild")) as tmp:
         root = read_pcbuild(tarball, src.top_dir, Path(tmp))
-        free = options.freethreaded
-        extensions = builtin_extensions(root, global_properties(target, src.version, inner_source, free))
-        parts = dll_parts(root, target, src.version, inner_source, extensions, free)
-        rules = makefile(root, target, src.version, inner_source, parts, free)
+        pcbuild = PCBuild(root, target, src.version, inner_source, options.freethreaded)
+        extensions = builtin_extensions(pcbuild)
+        parts = dll_parts(pcbuild, extensions)
+        rules = makefile(pcbuild, parts)
     original = read_member(tarball, f"{src.top_dir}/{CONFIG_C}").decode()
     config_c = builtin_config(original, list(extensions))
     info = json.dumps(build_info(parts, config_c), indent=1, sort_keys=True) + "\n"
