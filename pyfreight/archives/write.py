@@ -98,8 +98,14 @@ def archive_paths(build: CPythonBuild, dist: Path, release: str) -> dict[Flavour
     return {f: dist / f.file_name(build.spec, release) for f in FLAVOURS}
 
 
+def source_epoch(build: CPythonBuild, ws: Workspace) -> int:
+    """The build's date: its CPython source's newest member (SOURCE_DATE_EPOCH), every
+    archive member's mtime and, as YYYYMMDD, the default release."""
+    return newest_mtime(ws.downloads / build.source.source.file) or 0
+
+
 def default_release(build: CPythonBuild, ws: Workspace) -> str:
-    return release_tag(newest_mtime(ws.downloads / build.source.source.file) or 0)
+    return release_tag(source_epoch(build, ws))
 
 
 def distribution_key(build: CPythonBuild, release: str) -> str:
@@ -309,9 +315,79 @@ def write_distribution(
 
 
 def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Path]) -> WrittenArchives:
-    tree, objects = build.tree, build.objects
-    target = build.spec.target
-    epoch = newest_mtime(ws.downloads / build.source.source.file) or 0
+    """The full archive (PYTHON.json first), then the install_only archives of the tree
+    and of its stripped copy, all with the source's date as every member's mtime."""
+    full, install_only, stripped = paths[FULL], paths[INSTALL_ONLY], paths[INSTALL_ONLY_STRIPPED]
+    epoch = source_epoch(build, ws)
+    ws.scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("dist")) as tmp:
+        scratch = Path(tmp)
+        document, members = _full_members(build, ws, scratch, full.name, epoch)
+        say(f"dist: writing {full.name}")
+        write_tar(full, members, epoch, compression=FULL.compression, first=(PYTHON_JSON,))
+
+        say(f"dist: writing {install_only.name}")
+        write_tar(install_only, _install_members(build.tree), epoch, compression=INSTALL_ONLY.compression)
+
+        stripped_tree = _stripped_copy(
+            build.tree, scratch / "stripped", document["python_paths"]["stdlib"].removeprefix("install/"),
+            document["python_stdlib_test_packages"], build.spec.target, ws,
+        )  # fmt: skip
+        say(f"dist: writing {stripped.name}")
+        write_tar(
+            stripped, _install_members(stripped_tree), epoch, compression=INSTALL_ONLY_STRIPPED.compression
+        )
+    for path in (full, install_only, stripped):
+        say(f"dist: {path.name}: {path.stat().st_size / 1e6:.1f} MB")
+    return WrittenArchives(full, install_only, stripped, document)
+
+
+def _full_members(
+    build: CPythonBuild, ws: Workspace, scratch: Path, full_name: str, epoch: int
+) -> tuple[dict[str, Any], Members]:
+    """PYTHON.json and the full archive's members: the document, the licenses and the
+    SBOM first, then the tree, the objects, the profiles and the dependencies' libraries
+    and license texts (staged in `scratch`)."""
+    tree, objects, target = build.tree, build.objects, build.spec.target
+    layout = platform_of(target).layout
+    libraries, dep_members = _stage_dependencies(build, scratch / "deps")
+    libc, libc_members = _linked_libc(build, ws, scratch / "libc")
+    dep_members += libc_members + _redistributed_license(target, ws, scratch / "vendor")
+    cpython_license = tree / layout.license(tree)
+    if not cpython_license.is_file():
+        raise PyfreightError(f"{cpython_license} is missing: the install has no CPython license text")
+    run_tests = scratch / "run_tests.py"
+    interpreter = layout.interpreter(tree)
+    run_tests.write_text(RUN_TESTS.format(interpreter=", ".join(f'"{p}"' for p in interpreter.split("/"))))
+    document = _python_json(build, ws, libraries, f"install/{interpreter}")
+    python_json = scratch / "PYTHON.json"
+    python_json.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    sbom_file = scratch / "sbom.cdx.json"
+    sbom_document = _sbom(build, full_name, libraries, document, epoch, ws, libc)
+    sbom_file.write_text(json.dumps(sbom_document, indent=2) + "\n")
+
+    members = [
+        (PYTHON_JSON, python_json),
+        ("python/licenses/cpython/LICENSE.txt", cpython_license),
+        ("python/licenses/sbom.cdx.json", sbom_file),
+    ]
+    members += [(f"python/install/{p}", tree / p) for p in walk_sorted(tree)]
+    members += [(f"python/build/{p}", objects / p) for p in walk_sorted(objects) if p != "make-vars.txt"]
+    members += [("python/build/run_tests.py", run_tests)]
+    if build.profile:
+        members.append((f"python/build/{PGO_PROFILE_NAME}", build.profile))
+    if build.bolt_profile:
+        members.append((f"python/build/{BOLT_PROFILE_NAME}", build.bolt_profile))
+    members += [(f"python/{name}", path) for name, path in dep_members]
+    return document, members + _parent_folders(members)
+
+
+def _python_json(
+    build: CPythonBuild, ws: Workspace, libraries: dict[str, Library], python_exe: str
+) -> dict[str, Any]:
+    """PYTHON.json: the interpreter's own account of itself (or the build python's, for
+    a target that cannot run here), the build's account of its objects, and the tree."""
+    tree, objects, target = build.tree, build.objects, build.spec.target
     layout = platform_of(target).layout
     say(f"dist: describing {tree.name}")
     facts = _probe(tree, target, ws, build.build_python, objects)
@@ -324,75 +400,22 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
     # What the tree's ELF files may need is judged by check-install before (pyfreight
     # build runs it) and validate after; PYTHON.json records the newest glibc they need.
     glibc = max((f.glibc for f in tree_elf_facts(tree) if f.glibc), default=None)
-
-    ws.scratch.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("dist")) as tmp:
-        scratch = Path(tmp)
-        libraries, dep_members = _stage_dependencies(build, scratch / "deps")
-        libc, libc_members = _linked_libc(build, ws, scratch / "libc")
-        dep_members += libc_members + _redistributed_license(target, ws, scratch / "vendor")
-        cpython_license = tree / layout.license(tree)
-        if not cpython_license.is_file():
-            raise PyfreightError(f"{cpython_license} is missing: the install has no CPython license text")
-        run_tests = scratch / "run_tests.py"
-        interpreter = layout.interpreter(tree)
-        run_tests.write_text(
-            RUN_TESTS.format(interpreter=", ".join(f'"{p}"' for p in interpreter.split("/")))
-        )
-        document = describe(
-            facts=facts,
-            info=info,
-            options=build.spec.options,
-            target=target,
-            python_exe=f"install/{interpreter}",
-            tree=tree,
-            libraries=libraries,
-            required_at_startup=set(facts["startup_modules"]),
-            object_format=object_file_format(objects / info.core_objs[0], target),
-            glibc_max=glibc,
-            cpython_license_path="licenses/cpython/LICENSE.txt",
-            tcl_folder=platform_of(target).layout.tcl_folder,
-            tcl_paths=platform_of(target).layout.tcl_libraries(tree),
-            run_tests="build/run_tests.py",
-        )
-        python_json = scratch / "PYTHON.json"
-        python_json.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
-        full, install_only, stripped = paths[FULL], paths[INSTALL_ONLY], paths[INSTALL_ONLY_STRIPPED]
-        sbom_file = scratch / "sbom.cdx.json"
-        sbom_document = _sbom(build, full.name, libraries, document, epoch, ws, libc)
-        sbom_file.write_text(json.dumps(sbom_document, indent=2) + "\n")
-
-        members = [
-            (PYTHON_JSON, python_json),
-            ("python/licenses/cpython/LICENSE.txt", cpython_license),
-            ("python/licenses/sbom.cdx.json", sbom_file),
-        ]
-        members += [(f"python/install/{p}", tree / p) for p in walk_sorted(tree)]
-        members += [(f"python/build/{p}", objects / p) for p in walk_sorted(objects) if p != "make-vars.txt"]
-        members += [("python/build/run_tests.py", run_tests)]
-        if build.profile:
-            members.append((f"python/build/{PGO_PROFILE_NAME}", build.profile))
-        if build.bolt_profile:
-            members.append((f"python/build/{BOLT_PROFILE_NAME}", build.bolt_profile))
-        members += [(f"python/{name}", path) for name, path in dep_members]
-        members += _parent_folders(members)
-        say(f"dist: writing {full.name}")
-        write_tar(full, members, epoch, compression=FULL.compression, first=(PYTHON_JSON,))
-
-        say(f"dist: writing {install_only.name}")
-        write_tar(install_only, _install_members(tree), epoch, compression=INSTALL_ONLY.compression)
-
-        stripped_tree = _stripped_copy(
-            tree, scratch / "stripped", document["python_paths"]["stdlib"].removeprefix("install/"),
-            document["python_stdlib_test_packages"], target, ws,
-        )  # fmt: skip
-        say(f"dist: writing {stripped.name}")
-        write_tar(
-            stripped, _install_members(stripped_tree), epoch, compression=INSTALL_ONLY_STRIPPED.compression
-        )
-    for path in (full, install_only, stripped):
-        say(f"dist: {path.name}: {path.stat().st_size / 1e6:.1f} MB")
-    return WrittenArchives(full, install_only, stripped, document)
+    return describe(
+        facts=facts,
+        info=info,
+        options=build.spec.options,
+        target=target,
+        python_exe=python_exe,
+        tree=tree,
+        libraries=libraries,
+        required_at_startup=set(facts["startup_modules"]),
+        object_format=object_file_format(objects / info.core_objs[0], target),
+        glibc_max=glibc,
+        cpython_license_path="licenses/cpython/LICENSE.txt",
+        tcl_folder=layout.tcl_folder,
+        tcl_paths=layout.tcl_libraries(tree),
+        run_tests="build/run_tests.py",
+    )
 
 
 def _sbom(
