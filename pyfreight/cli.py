@@ -147,12 +147,13 @@ def cmd_build(args: argparse.Namespace) -> None:
         profiles = SavedProfiles(Path(args.pgo_profile).resolve(), bolt)
     elif args.bolt_profile:
         raise PyfreightError("--bolt-profile fits only the build its --pgo-profile makes: give both")
+    spec = _spec(args)
     if not args.dist:
-        built(build_cpython(_spec(args), ws, jobs=args.jobs, force=args.force, profiles=profiles))
+        built(build_cpython(spec, ws, jobs=args.jobs, force=args.force, profiles=profiles))
         return
     _print_sizes(
         ensure_distribution(
-            _spec(args),
+            spec,
             ws,
             args.jobs,
             release=args.release,

@@ -36,6 +36,7 @@ from pyfreight.archives.flavours import (
     release_tag,
 )
 from pyfreight.container import images, libc_sysroot
+from pyfreight.container.images import BuildImage
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.container.wine import C_DRIVE, run_windows_program
 from pyfreight.cpython.build import CPythonBuild, build_cpython
@@ -319,10 +320,12 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
     and of its stripped copy, all with the source's date as every member's mtime."""
     full, install_only, stripped = paths[FULL], paths[INSTALL_ONLY], paths[INSTALL_ONLY_STRIPPED]
     epoch = source_epoch(build, ws)
+    # The build image: the SBOM names it, and its llvm-strip strips the stripped copy.
+    image = images.ensure_images(ws, build.spec.target)
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("dist")) as tmp:
         scratch = Path(tmp)
-        document, members = _full_members(build, ws, scratch, full.name, epoch)
+        document, members = _full_members(build, ws, image, scratch, full.name, epoch)
         say(f"dist: writing {full.name}")
         write_tar(full, members, epoch, compression=FULL.compression, first=(PYTHON_JSON,))
 
@@ -331,7 +334,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
 
         stripped_tree = _stripped_copy(
             build.tree, scratch / "stripped", document["python_paths"]["stdlib"].removeprefix("install/"),
-            document["python_stdlib_test_packages"], build.spec.target, ws,
+            document["python_stdlib_test_packages"], image,
         )  # fmt: skip
         say(f"dist: writing {stripped.name}")
         write_tar(
@@ -343,7 +346,7 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
 
 
 def _full_members(
-    build: CPythonBuild, ws: Workspace, scratch: Path, full_name: str, epoch: int
+    build: CPythonBuild, ws: Workspace, image: BuildImage, scratch: Path, full_name: str, epoch: int
 ) -> tuple[dict[str, Any], Members]:
     """PYTHON.json and the full archive's members: the document, the licenses and the
     SBOM first, then the tree, the objects, the profiles and the dependencies' libraries
@@ -363,7 +366,7 @@ def _full_members(
     python_json = scratch / "PYTHON.json"
     python_json.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     sbom_file = scratch / "sbom.cdx.json"
-    sbom_document = _sbom(build, full_name, libraries, document, epoch, ws, libc)
+    sbom_document = _sbom(build, full_name, libraries, document, epoch, image, libc)
     sbom_file.write_text(json.dumps(sbom_document, indent=2) + "\n")
 
     members = [
@@ -424,7 +427,7 @@ def _sbom(
     libraries: dict[str, Library],
     document: dict,
     epoch: int,
-    ws: Workspace,
+    image: BuildImage,
     libc: Recipe | None,
 ) -> dict:
     """The CycloneDX SBOM: the dependency closure (and a C library linked in), and
@@ -440,7 +443,6 @@ def _sbom(
         for link in variant["links"]
         if link["name"] in libraries
     }
-    image = images.ensure_images(ws, build.spec.target)
     return sbom.checked(
         sbom.make_sbom(
             archive_name=archive_name,
@@ -475,9 +477,7 @@ def _install_members(tree: Path) -> Members:
     return [("python", tree)] + [(f"python/{p}", tree / p) for p in kept]
 
 
-def _stripped_copy(
-    tree: Path, dest: Path, stdlib: str, test_packages: list[str], target: Target, ws: Workspace
-) -> Path:
+def _stripped_copy(tree: Path, dest: Path, stdlib: str, test_packages: list[str], image: BuildImage) -> Path:
     """A copy of the tree without debug information (llvm-strip --strip-debug in the
     build container) and without the stdlib's test packages (below `stdlib`, relative to
     the tree). A Windows tree's images carry none: they are linked stripped."""
@@ -487,7 +487,6 @@ def _stripped_copy(
     elf_files = [f.path for f in tree_elf_facts(dest)]
     if not elf_files:
         return dest
-    image = images.ensure_images(ws, target)
     spec = RunSpec(
         image=image.image_id,
         command=[f"llvm-strip-{toolchain.LLVM}", "--strip-debug", *elf_files],
