@@ -53,6 +53,8 @@ import zstandard
 from pyfreight.archives.flavours import FULL, INSTALL_ONLY, Flavour
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.embed.zig import PinnedCompiler, pinned_zig
+from pyfreight.formats.coff_resource import manifest_object
+from pyfreight.formats.manifest import PROGRAM_MANIFEST
 from pyfreight.paths import SCHEMA_DIR, default_workspace
 from pyfreight.targets import Target, all_targets
 
@@ -158,8 +160,19 @@ def build_binaries(folder: Path) -> Binaries:
     run(windows, "-O2", "-c", source("config.c", "int config_marker;\n"), "-o", out("config.o"))
     run(windows, "-s", "-shared", out("capi.o"), "-o", out("python314.dll"),
         f"-Wl,--out-implib,{out('python314.lib')}")  # fmt: skip
-    run(windows, "-s", out("main.o"), out("python314.lib"), "-o", out("python.exe"))
-    run(windows, "-s", "-mwindows", out("main.o"), out("python314.lib"), "-o", out("pythonw.exe"))
+    # The programs carry the manifest the rules ask of CPython's (the object embed links).
+    (folder / "manifest.o").write_bytes(manifest_object(PROGRAM_MANIFEST, "AMD64"))
+    run(windows, "-s", out("main.o"), out("manifest.o"), out("python314.lib"), "-o", out("python.exe"))
+    run(
+        windows,
+        "-s",
+        "-mwindows",
+        out("main.o"),
+        out("manifest.o"),
+        out("python314.lib"),
+        "-o",
+        out("pythonw.exe"),
+    )
     run(
         windows, "-s", "-shared", out("fwd.o"), source("python3.def", FORWARDER_DEF), "-o", out("python3.dll")
     )
@@ -459,7 +472,7 @@ def archive_bytes(tree: Tree) -> bytes:
 
 # PE mutations, with struct ----------------------------------------------------------
 
-IMAGE_DIRECTORY_EXPORT, IMAGE_DIRECTORY_IMPORT, IMAGE_DIRECTORY_DEBUG = 0, 1, 6
+IMAGE_DIRECTORY_EXPORT, IMAGE_DIRECTORY_IMPORT, IMAGE_DIRECTORY_RESOURCE, IMAGE_DIRECTORY_DEBUG = 0, 1, 2, 6
 _EXPORT_DIRECTORY = struct.Struct("<IIHHIIIIIII")
 _DEBUG_DIRECTORY = struct.Struct("<IIHHIIII")
 _SECTION = struct.Struct("<8sIIIIIIHHI")
@@ -614,6 +627,19 @@ def pe_debug_directory(data: bytes, entries: int, kind: int, record: bytes) -> b
     rva = pe.add_section(b".debug", entry * entries + record)
     assert rva == base
     pe.set_directory(IMAGE_DIRECTORY_DEBUG, rva, _DEBUG_DIRECTORY.size * entries)
+    return bytes(pe.data)
+
+
+def pe_manifest_size(data: bytes, size: int) -> bytes:
+    """The manifest resource's data entry (the first entry of each of the resource
+    directory's three levels) declaring `size` bytes."""
+    pe = Pe(data)
+    base, _ = pe.directory(IMAGE_DIRECTORY_RESOURCE)
+    rva = base
+    for _ in range(3):
+        child = struct.unpack_from("<I", pe.data, pe.offset(rva) + 16 + 4)[0]
+        rva = base + (child & 0x7FFFFFFF)
+    struct.pack_into("<I", pe.data, pe.offset(rva) + 4, size)
     return bytes(pe.data)
 
 
@@ -905,6 +931,9 @@ CASES: tuple[Case, ...] = (
     Case("pe-forwarder-bomb", 1, "windows",
          _win("python3.dll", lambda k: pe_forwarder_bomb(k.bins["python3.dll"])),
          ("python3.dll",), f"{FORWARDERS} exports forwarding to one 1 MiB string"),
+    Case("pe-manifest-2gb", 1, "windows",
+         _win("python.exe", lambda k: pe_manifest_size(k.bins["python.exe"], 0x7FFFFFF0)),
+         ("python.exe",), "python.exe's manifest resource declaring 2 GB"),
     Case("pe-debug-directory-bomb", 1, "windows",
          _dll(lambda data: pe_debug_directory(data, DEBUG_ENTRIES, 2, CODEVIEW_BOMB)),
          ("python314.dll",), f"{DEBUG_ENTRIES} CodeView entries naming one 1 MiB PDB path"),

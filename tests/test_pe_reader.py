@@ -17,10 +17,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pefile
 import pytest
 
 from pyfreight.embed.zig import pinned_zig
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.coff_resource import manifest_object
+from pyfreight.formats.manifest import PROGRAM_MANIFEST
 from pyfreight.formats.pe import PeFacts, UnreadablePe, pe_facts, read_pe
 from pyfreight.paths import default_workspace
 from pyfreight.targets import all_targets
@@ -28,7 +31,7 @@ from pyfreight.verify.check_windows import windows_tree_target
 from pyfreight.verify.pe_rules import check_pe_tree
 
 WINDOWS = next(t for t in all_targets().values() if t.pe_machine == "AMD64")
-DEBUG, EXPORT, IMPORT, BOUND_IMPORT, DELAY_IMPORT = 6, 0, 1, 11, 13  # IMAGE_DIRECTORY_ENTRY_*
+DEBUG, EXPORT, IMPORT, RESOURCE, BOUND_IMPORT, DELAY_IMPORT = 6, 0, 1, 2, 11, 13  # IMAGE_DIRECTORY_ENTRY_*
 
 LIBRARY_SOURCE = """
 __declspec(dllexport) int answer(void) { return 42; }
@@ -166,10 +169,11 @@ Images = dict[str, bytes]
 @pytest.fixture(scope="session")
 def images(tmp_path_factory: pytest.TempPathFactory) -> Images:
     """mylib.dll (exports answer and other), main.exe (imports mylib.dll), fwd.dll
-    (forwards answer to mylib.dll) and relay.dll (an ordinal-only export forwarded to
-    evil.dll), by the Windows target's pinned zig as the build makes them: compiled
-    (-O2), then linked stripped (-s) in a step of its own, which leaves no debug
-    directory (linked in one step with the compile, lld adds a reproducibility entry)."""
+    (forwards answer to mylib.dll), relay.dll (an ordinal-only export forwarded to
+    evil.dll) and manifested.exe (main.exe with the manifest object embed links), by
+    the Windows target's pinned zig as the build makes them: compiled (-O2), then
+    linked stripped (-s) in a step of its own, which leaves no debug directory (linked
+    in one step with the compile, lld adds a reproducibility entry)."""
     folder = tmp_path_factory.mktemp("pe")
     zig = pinned_zig(WINDOWS, default_workspace())
 
@@ -186,9 +190,12 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> Images:
         cc("-O2", "-c", f"{source}.c", "-o", f"{source}.o")
     cc("-s", "-shared", "lib.o", "-Wl,--out-implib,mylib.lib", "-o", "mylib.dll")
     cc("-s", "main.o", "mylib.lib", "-o", "main.exe")
+    (folder / "manifest.o").write_bytes(manifest_object(PROGRAM_MANIFEST, "AMD64"))
+    cc("-s", "main.o", "manifest.o", "mylib.lib", "-o", "manifested.exe")
     cc("-s", "-shared", "relay.o", "fwd.def", "-Wl,--out-implib,fwd.lib", "-o", "fwd.dll")
     cc("-s", "-shared", "relay.o", "relay.def", "-Wl,--out-implib,relay.lib", "-o", "relay.dll")
-    return {name: (folder / name).read_bytes() for name in ("mylib.dll", "main.exe", "fwd.dll", "relay.dll")}
+    names = ("mylib.dll", "main.exe", "fwd.dll", "relay.dll", "manifested.exe")
+    return {name: (folder / name).read_bytes() for name in names}
 
 
 def read(data: bytes, name: str = "x.dll") -> PeFacts:
@@ -256,6 +263,94 @@ def test_a_good_tree_passes_and_forwarders_are_judged_by_the_allow_list(images: 
     assert check_pe_tree(lonely, WINDOWS)[1] == [
         "fwd.dll: forwards exports to DLLs outside the allow-list: mylib.dll"
     ]
+
+
+# A program's manifest ------------------------------------------------------------------
+
+
+def test_the_manifest_object_linked_into_a_program_is_read_where_windows_reads_it(images: Images):
+    """embed's manifest object (formats/coff_resource.py), linked by the pinned zig: a
+    second reader, pefile, finds it as the resource Windows starts the program with
+    (RT_MANIFEST 24, ID 1), holding the bytes written, and so does ours; a program
+    without one and a DLL have none."""
+    image = pefile.PE(data=images["manifested.exe"])
+    (manifests,) = [e for e in image.DIRECTORY_ENTRY_RESOURCE.entries if e.id == 24]
+    (program,) = [e for e in manifests.directory.entries if e.id == 1]
+    (language,) = program.directory.entries
+    entry = language.data.struct
+    assert image.get_data(entry.OffsetToData, entry.Size) == PROGRAM_MANIFEST
+    assert read(images["manifested.exe"]).manifest == PROGRAM_MANIFEST
+    assert read(images["main.exe"]).manifest is None and read(images["mylib.dll"]).manifest is None
+
+
+def _resource_entries(data: bytes) -> list[int]:
+    """The file offsets of the first entry of each of the resource directory's three
+    levels (type, ID, language), then of the data entry."""
+    layout = Layout(data)
+    base = layout.directory(RESOURCE)[0]
+    found, rva = [], base
+    for _ in range(3):
+        found.append(layout.offset(rva) + 16)
+        rva = base + (struct.unpack_from("<I", data, found[-1] + 4)[0] & 0x7FFFFFFF)
+    return [*found, layout.offset(rva)]
+
+
+HOSTILE_RESOURCES: dict[str, tuple[Callable[[bytes, list[int]], bytes], str]] = {
+    "a directory of 65,535 entries": (
+        lambda d, at: patch(d, (at[0] - 4, struct.pack("<HH", 0, 0xFFFF))),
+        "the resource directory (root) declares 65535 entries, more than 4096",
+    ),
+    "a manifest of 2 GB": (
+        lambda d, at: patch(d, (at[3] + 4, u32(0x7FFFFFF0))),
+        "the manifest resource is 2147483632 bytes, more than 65536",
+    ),
+    "a manifest's bytes outside the file": (
+        lambda d, at: patch(d, (at[3], u32(0x7FFF0000))),
+        "the manifest resource at RVA 0x7fff0000 lies in none of the file's bytes",
+    ),
+    "a type that points to a data entry": (
+        lambda d, at: patch(d, (at[0] + 4, u32(struct.unpack_from("<I", d, at[0] + 4)[0] & 0x7FFFFFFF))),
+        "the resource directory (root)'s entry 24 points to a data entry",
+    ),
+    "a language that points to a directory": (
+        lambda d, at: patch(d, (at[2] + 4, u32(struct.unpack_from("<I", d, at[2] + 4)[0] | 0x80000000))),
+        "the resource directory 24/1's entry 1033 points to a directory",
+    ),
+    "two languages": (
+        lambda d, at: patch(d, (at[2] - 4, struct.pack("<HH", 0, 2))),
+        "the resource directory 24/1 holds 2 languages of the manifest",
+    ),
+}
+
+
+@pytest.mark.parametrize("attack", sorted(HOSTILE_RESOURCES))
+def test_each_hostile_resource_directory_is_refused_in_one_line(images: Images, attack: str):
+    change, expected = HOSTILE_RESOURCES[attack]
+    data = images["manifested.exe"]
+    with pytest.raises(UnreadablePe) as caught:
+        read_pe(change(data, _resource_entries(data)), "python.exe")
+    message = str(caught.value)
+    assert message.startswith("python.exe: not a readable PE image (") and "\n" not in message
+    assert expected in message, message
+
+
+def test_the_interpreters_programs_are_judged_by_their_manifest_and_others_are_not(
+    images: Images, tmp_path: Path
+):
+    """Named as CPython's programs, an image without the manifest is one line; with it,
+    none; a program of another name (pip's launchers, a user's tool) is not asked."""
+    files = {"mylib.dll": images["mylib.dll"], "tool.exe": images["main.exe"]}
+    for name in ("python.exe", "pythonw3.14t.exe", "Lib/venv/scripts/nt/venvlauncher.exe"):
+        files[name] = images["main.exe"]
+    problems = check_pe_tree(tree(tmp_path / "bare", files), WINDOWS)[1]
+    assert problems == [
+        f"{name}: has no manifest: Windows would tell it it runs on Windows 8 and refuse it long paths"
+        for name in ("Lib/venv/scripts/nt/venvlauncher.exe", "python.exe", "pythonw3.14t.exe")
+    ]
+    manifested = {
+        name: images["manifested.exe"] if name.endswith(".exe") else data for name, data in files.items()
+    }
+    assert check_pe_tree(tree(tmp_path / "manifested", manifested), WINDOWS)[1] == []
 
 
 # What pefile hid, and the other ways of loading a DLL -----------------------------------

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from pyfreight.formats.manifest import PROGRAM_MANIFEST
 from pyfreight.formats.pe import PeFacts, UnreadablePe, pe_facts
 from pyfreight.targets import all_targets
-from pyfreight.verify.pe_rules import build_paths_in, check_pe_tree, pe_problems
+from pyfreight.verify.pe_rules import build_paths_in, check_pe_tree, manifest_problems, pe_problems
 
 WINDOWS = next(t for t in all_targets().values() if t.pe_machine == "AMD64")
 ALLOWED = {name.lower() for name in WINDOWS.allowed_needed} | {"python314.dll"}
@@ -87,6 +88,38 @@ def test_a_forwarded_export_is_not_one_of_ours():
         forwarder_dlls=("python314.dll",),
     )
     assert pe_problems(forwarder, WINDOWS, ALLOWED) == []
+
+
+WINDOWS_10_OS = b'<supportedOS Id="{8e0f7a12-bfb3-4fe8-b9a5-48fd50a15a9a}"/>'
+LONG_PATHS = b">true</longPathAware>"
+AS_INVOKER = b'<requestedExecutionLevel level="asInvoker" uiAccess="false"/>'
+
+
+@pytest.mark.parametrize(
+    ("manifest", "expected"),
+    [
+        (None, ["has no manifest: Windows would tell it it runs on Windows 8 and refuse it long paths"]),
+        (PROGRAM_MANIFEST.replace(WINDOWS_10_OS, b""),
+         ["its manifest names no Windows after 8 (supportedOS): Windows would tell it it runs on 8"]),
+        (PROGRAM_MANIFEST.replace(LONG_PATHS, b">false</longPathAware>"),
+         ["its manifest is not longPathAware: paths past 260 characters would fail"]),
+        (PROGRAM_MANIFEST.replace(AS_INVOKER, b""),
+         ["its manifest asks for no execution level: Windows would guess from its name"]),
+        (b'<?xml version="1.0"?><!DOCTYPE a [<!ENTITY x "xx">]><assembly>&x;</assembly>',
+         ["its manifest declares a DTD, which no manifest needs"]),
+        (b"<assembly", ["its manifest is no well-formed XML (unclosed token: line 1, column 0)"]),
+        (b"<assembly/>",
+         ["its manifest's top element is 'assembly', not urn:schemas-microsoft-com:asm.v1's assembly"]),
+        (PROGRAM_MANIFEST, []),
+    ],
+)  # fmt: skip
+def test_each_manifest_rule_fails_a_manifest_that_breaks_it(manifest, expected):
+    """What CPython's python.exe declares, each part taken away (formats/manifest.py
+    says what Windows does without it); XML with a DTD is never expanded."""
+    assert manifest_problems(manifest) == expected
+    program = replace(GOOD_DLL, path="python.exe", is_dll=False, exported=frozenset(), manifest=manifest)
+    assert pe_problems(program, WINDOWS, ALLOWED) == expected
+    assert pe_problems(replace(program, path="Scripts/tool.exe"), WINDOWS, ALLOWED) == []
 
 
 def test_build_paths_are_found_narrow_and_wide():

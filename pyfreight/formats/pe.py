@@ -1,8 +1,8 @@
 """Reading PE files (Windows .exe, .dll, .pyd) for the facts our checks judge: the
 machine, every DLL the image makes Windows load (import descriptors, delay-load
 descriptors, the bound import directory and the targets of forwarded exports), the
-names exported, the security flags of the optional header, the link timestamp and the
-debug directory. Reading only; the rules live in verify/pe_rules.py.
+names exported, the security flags of the optional header, the link timestamp, the
+debug directory and a program's manifest resource. Reading only; the rules live in verify/pe_rules.py.
 
 A compact reader of our own, not pefile: every fact we need is a fixed-layout structure
 of winnt.h, a few lines each, while pefile (2024.8) takes the counts and sizes of a
@@ -34,6 +34,7 @@ from pathlib import Path
 
 from pyfreight.errors import PyfreightError
 from pyfreight.formats import untrusted
+from pyfreight.formats.manifest import MAX_MANIFEST
 
 MZ = b"MZ"
 NUL = b"\0"
@@ -58,10 +59,10 @@ MACHINES = {
 PE32, PE32_PLUS = 0x10B, 0x20B  # the optional header's magic
 
 # The data directories read, by their index (IMAGE_DIRECTORY_ENTRY_*).
-EXPORT, IMPORT, DEBUG, BOUND_IMPORT, DELAY_IMPORT = 0, 1, 6, 11, 13
+EXPORT, IMPORT, RESOURCE, DEBUG, BOUND_IMPORT, DELAY_IMPORT = 0, 1, 2, 6, 11, 13
 DIRECTORY_NAMES = {
-    EXPORT: "export", IMPORT: "import", DEBUG: "debug", BOUND_IMPORT: "bound import",
-    DELAY_IMPORT: "delay-load import",
+    EXPORT: "export", IMPORT: "import", RESOURCE: "resource", DEBUG: "debug",
+    BOUND_IMPORT: "bound import", DELAY_IMPORT: "delay-load import",
 }  # fmt: skip
 
 # Limits no image of ours comes near; a file beyond one is refused, not read.
@@ -72,6 +73,7 @@ MAX_EXPORTS = 1 << 16  # functions and names: an ordinal is 16 bits (python3XX.d
 MAX_DLL_NAME = 256
 MAX_EXPORT_NAME = 4096
 NAME_BUDGET = 16 << 20  # all the names of one file together, in bytes
+MAX_RESOURCE_ENTRIES = 4096  # per resource directory (a program has a handful of types)
 # The loader reads a section's raw data from its PointerToRawData rounded down to this
 # many bytes: an image whose pointer is not is one the loader reads elsewhere than a
 # reader taking the pointer as written.
@@ -95,6 +97,12 @@ _IMPORT_DESCRIPTOR = struct.Struct("<IIIII")
 _DELAY_DESCRIPTOR = struct.Struct("<8I")  # Attributes, DllNameRVA, then six more RVAs and a stamp
 _BOUND_DESCRIPTOR = struct.Struct("<IHH")  # TimeDateStamp, OffsetModuleName, NumberOfModuleForwarderRefs
 _DEBUG_ENTRY_SIZE = 28  # IMAGE_DEBUG_DIRECTORY
+# IMAGE_RESOURCE_DIRECTORY: Characteristics, TimeDateStamp, versions, named and ID entry counts
+_RESOURCE_DIRECTORY = struct.Struct("<12xHH")
+_RESOURCE_DATA_ENTRY = struct.Struct("<II8x")  # OffsetToData (an RVA), Size
+RESOURCE_SUBDIRECTORY = 0x80000000  # an entry's high bit: it points to another directory
+RT_MANIFEST = 24
+CREATEPROCESS_MANIFEST_RESOURCE_ID = 1  # the manifest Windows reads when it starts a program
 DELAY_RVA_BASED = 0x1  # dlattrRva: the descriptor holds RVAs (else VAs, the VC6 form)
 
 # What a file named like a PE image is instead, by its first bytes, for the message.
@@ -127,6 +135,9 @@ class PeFacts:
     # names python314.dll. Read as the loader may split the string, at its first dot
     # and at its last, when the two differ.
     forwarder_dlls: tuple[str, ...] = ()
+    # A program's manifest resource (RT_MANIFEST, ID 1), as bytes (formats/manifest.py
+    # reads them); None for a DLL, or a program without one.
+    manifest: bytes | None = None
 
 
 class UnreadablePe(PyfreightError):
@@ -278,6 +289,7 @@ class _Image:
             delay_imports=self._delay_imports(),
             bound_imports=self._bound_imports(),
             forwarder_dlls=forwarder_dlls,
+            manifest=None if header.characteristics & IMAGE_FILE_DLL else self._manifest(),
         )
 
     # Mapping RVAs to the file ------------------------------------------------------
@@ -459,6 +471,50 @@ class _Image:
         not read: any entry at all is what the rules refuse."""
         found = self.directory(DEBUG)
         return 0 if found is None else found[1] // _DEBUG_ENTRY_SIZE
+
+    def _manifest(self) -> bytes | None:
+        """The bytes of the resource Windows reads a program's manifest from: type
+        RT_MANIFEST, ID 1, down the resource directory's three levels (type, name,
+        language), which is all that is walked (so no directory can lead back to one
+        before it); a manifest in more than one language is refused as ambiguous."""
+        found = self.directory(RESOURCE)
+        if found is None:
+            return None
+        base = found[0]
+        rva = base
+        path: list[str] = []
+        for depth, wanted in enumerate((RT_MANIFEST, CREATEPROCESS_MANIFEST_RESOURCE_ID, None)):
+            what = f"the resource directory {'/'.join(path) or '(root)'}"
+            named, ids = _RESOURCE_DIRECTORY.unpack_from(
+                self.data, self.span(rva, _RESOURCE_DIRECTORY.size, what)
+            )
+            if named + ids > MAX_RESOURCE_ENTRIES:
+                raise _Malformed(f"{what} declares {named + ids} entries, more than {MAX_RESOURCE_ENTRIES}")
+            fields = self.array(rva + _RESOURCE_DIRECTORY.size, 2 * (named + ids), "I", f"{what}'s entries")
+            # Named entries come first and have the high bit set in their name; IDs follow.
+            entries = list(zip(fields[2 * named :: 2], fields[2 * named + 1 :: 2], strict=True))
+            if wanted is not None:
+                entries = [entry for entry in entries if entry[0] == wanted]
+                if not entries:
+                    return None
+            if len(entries) != 1:
+                holds = "languages of the manifest" if wanted is None else f"entries of ID {wanted}"
+                raise _Malformed(f"{what} holds {len(entries)} {holds}: which one Windows reads is ambiguous")
+            identifier, child = entries[0]
+            path.append(str(identifier))
+            if bool(child & RESOURCE_SUBDIRECTORY) != (depth < 2):
+                raise _Malformed(
+                    f"{what}'s entry {identifier} points to a {'directory' if depth == 2 else 'data entry'}"
+                )
+            rva = base + (child & ~RESOURCE_SUBDIRECTORY)
+        what = "the manifest resource"
+        data_rva, size = _RESOURCE_DATA_ENTRY.unpack_from(
+            self.data, self.span(rva, _RESOURCE_DATA_ENTRY.size, what)
+        )
+        if size > MAX_MANIFEST:
+            raise _Malformed(f"{what} is {size} bytes, more than {MAX_MANIFEST}")
+        offset = self.span(data_rva, size, what)
+        return self.data[offset : offset + size]
 
 
 def _forwarder_dlls(target: str) -> set[str]:

@@ -100,6 +100,11 @@ class Platform(ABC):
         """Flags that send what the linker writes beside the program into `work`."""
         return []
 
+    def program_objects(self, work: Path, machine: str | None) -> list[Path]:
+        """Objects, written into `work`, that every program embed links carries beside
+        its own code, for a target of `machine` (its COFF machine name, for PE)."""
+        return []
+
     def blob_placement(self, work: Path, link_script: str) -> list[str]:
         """Flags that place an application's module blob; `link_script` is the linker
         script text that does it where the linker takes one."""

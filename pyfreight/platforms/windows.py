@@ -6,6 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pyfreight.errors import PyfreightError
+from pyfreight.formats.coff_resource import manifest_object
+from pyfreight.formats.manifest import PROGRAM_MANIFEST
 from pyfreight.platforms.base import BlobAssembly, EmbedLibraries, Platform, TreeLayout
 
 # A Windows tree's interpreter DLL and the stable ABI's forwarder to it: python314.dll
@@ -76,6 +79,16 @@ class Windows(Platform):
         # The C API is dllexport-ed, so the linker also writes an import library; it goes
         # to the work folder, not beside the executable.
         return [f"-Wl,--out-implib,{work / 'executable.lib'}"]
+
+    def program_objects(self, work: Path, machine: str | None) -> list[Path]:
+        # The manifest python.exe carries (formats/manifest.py): without it, Windows tells
+        # the program it runs on Windows 8, refuses it paths past 260 characters, and asks
+        # for an administrator when its name says "setup" or "install".
+        if machine is None:
+            raise PyfreightError("a Windows program's target names no PE machine (targets/*.yaml pe.machine)")
+        path = work / "manifest.o"
+        path.write_bytes(manifest_object(PROGRAM_MANIFEST, machine))
+        return [path]
 
     def program_flags(self, pie: bool, strip: bool, application: bool) -> list[str]:
         return []  # a PE image is relocatable (ASLR) and linked without symbols (-s) anyway

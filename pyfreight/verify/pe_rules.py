@@ -4,7 +4,9 @@ the machine, every DLL it makes Windows load (imported, delay-loaded, named in i
 import directory or by a forwarded export: the target's `libc.needed`, Windows' own and
 the UCRT's, or a DLL the tree itself ships), ASLR with 64-bit entropy and DEP, Control
 Flow Guard where the target has it, no debug directory (a CodeView record names the
-build's files), and the interpreter's DLL exporting the C API and nothing of the
+build's files), the interpreter's programs carrying a manifest that names Windows 10 and
+11, long paths and an execution level (formats/manifest.py says why), and the
+interpreter's DLL exporting the C API and nothing of the
 libraries bundled into it. A vendor's DLL the target ships as it is (the Visual C++
 runtime, targets/*.yaml pe.redistributed) is judged by its sha256 alone, and so are
 pip's script launchers (pe.launchers) and the console scripts made from them, whose
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from pyfreight.cpython.relocate import FORBIDDEN
 from pyfreight.formats import untrusted
+from pyfreight.formats.manifest import WINDOWS_10, UnreadableManifest, manifest_facts
 from pyfreight.formats.pe import PeFacts, UnreadablePe, image_facts, pe_files, printable
 from pyfreight.targets import Target
 from pyfreight.verify.exports import bundled_exports, missing_c_api
@@ -28,6 +31,12 @@ from pyfreight.verify.exports import bundled_exports, missing_c_api
 REQUIRED_FLAGS = ("dynamic_base", "high_entropy_va", "nx_compat")
 # The interpreter's DLL, python3XX.dll: it carries the C API (python3.dll forwards to it).
 INTERPRETER_DLL = re.compile(r"^python3\d+\.dll$", re.IGNORECASE)
+# The programs CPython's projects link with its manifest (python.manifest): the
+# interpreter under each of its names at the top of the tree, and the venv launchers,
+# which a venv's python.exe is a copy of.
+MANIFESTED_PROGRAM = re.compile(
+    r"^(pythonw?(\d+(\.\d+)?t?)?|Lib/venv/scripts/nt/venvw?launchert?)\.exe$", re.IGNORECASE
+)
 
 
 def check_pe_tree(root: Path, target: Target) -> tuple[list[PeFacts], list[str]]:
@@ -150,10 +159,32 @@ def pe_problems(facts: PeFacts, target: Target, allowed_imports: set[str]) -> li
     bundled = bundled_exports(facts.exported - facts.forwarded)
     if bundled:
         problems.append(f"exports symbols of bundled libraries: {', '.join(bundled[:5])}")
+    if MANIFESTED_PROGRAM.match(facts.path) and not facts.is_dll:
+        problems += manifest_problems(facts.manifest)
     if INTERPRETER_DLL.match(Path(facts.path).name):
         lacking = missing_c_api(facts.exported)
         if lacking:
             problems.append(f"does not export the C API extension modules need: {', '.join(lacking)}")
+    return problems
+
+
+def manifest_problems(manifest: bytes | None) -> list[str]:
+    """What a program's manifest lacks of what CPython's python.exe declares."""
+    if manifest is None:
+        return ["has no manifest: Windows would tell it it runs on Windows 8 and refuse it long paths"]
+    try:
+        found = manifest_facts(manifest)
+    except UnreadableManifest as exc:
+        return [str(exc)]
+    problems = []
+    if WINDOWS_10 not in found.supported_os:
+        problems.append(
+            "its manifest names no Windows after 8 (supportedOS): Windows would tell it it runs on 8"
+        )
+    if not found.long_path_aware:
+        problems.append("its manifest is not longPathAware: paths past 260 characters would fail")
+    if found.execution_level is None:
+        problems.append("its manifest asks for no execution level: Windows would guess from its name")
     return problems
 
 
