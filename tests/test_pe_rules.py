@@ -92,7 +92,6 @@ def test_a_forwarded_export_is_not_one_of_ours():
 
 WINDOWS_10_OS = b'<supportedOS Id="{8e0f7a12-bfb3-4fe8-b9a5-48fd50a15a9a}"/>'
 LONG_PATHS = b">true</longPathAware>"
-AS_INVOKER = b'<requestedExecutionLevel level="asInvoker" uiAccess="false"/>'
 
 
 @pytest.mark.parametrize(
@@ -103,8 +102,6 @@ AS_INVOKER = b'<requestedExecutionLevel level="asInvoker" uiAccess="false"/>'
          ["its manifest names no Windows after 8 (supportedOS): Windows would tell it it runs on 8"]),
         (PROGRAM_MANIFEST.replace(LONG_PATHS, b">false</longPathAware>"),
          ["its manifest is not longPathAware: paths past 260 characters would fail"]),
-        (PROGRAM_MANIFEST.replace(AS_INVOKER, b""),
-         ["its manifest asks for no execution level: Windows would guess from its name"]),
         (b'<?xml version="1.0"?><!DOCTYPE a [<!ENTITY x "xx">]><assembly>&x;</assembly>',
          ["its manifest declares a DTD, which no manifest needs"]),
         (b"<assembly", ["its manifest is no well-formed XML (unclosed token: line 1, column 0)"]),

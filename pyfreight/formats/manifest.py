@@ -1,10 +1,9 @@
 """Reading a program's application manifest, the XML Windows reads from the image's
 resources (formats/pe.py finds it) when it starts the program, for the facts our rules
 judge: the Windows versions it says the program supports (without Windows 10's, Windows
-tells the program it runs on Windows 8, and platform.win32_ver() mixes two versions),
-whether it is aware of long paths (without it, every path past 260 characters fails) and
-the execution level it asks for (without one, Windows guesses from the program's name
-whether to ask for an administrator: "setup", "install", "update" in it do).
+tells the program it runs on Windows 8, and platform.win32_ver() mixes two versions) and
+whether it is aware of long paths (without it, every path past 260 characters fails,
+even where the system allows them).
 
 Also the manifest embed links into a Windows program, so that one of ours says what
 CPython's python.exe says. The XML comes from a file of a tree we did not necessarily
@@ -40,8 +39,8 @@ WINDOWS_10 = "{8e0f7a12-bfb3-4fe8-b9a5-48fd50a15a9a}"
 
 _SUPPORTED_LINES = "".join(f'      <supportedOS Id="{guid}"/>\n' for guid in SUPPORTED_OS)
 # The manifest of a program embed links: what CPython's own python.exe declares (every
-# Windows version above, long paths, no elevation, version 6 of the common controls
-# for the dialogs tkinter and ctypes show).
+# Windows version above, long paths, the invoker's rights, version 6 of the common
+# controls for the dialogs tkinter and ctypes show).
 PROGRAM_MANIFEST = f"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <assembly xmlns="{ASSEMBLY}" manifestVersion="1.0">
   <trustInfo xmlns="{ASSEMBLY_V3}">
@@ -78,7 +77,6 @@ class UnreadableManifest(PyfreightError):
 class ManifestFacts:
     supported_os: frozenset[str]  # the supportedOS Ids, lower-case
     long_path_aware: bool
-    execution_level: str | None  # requestedExecutionLevel's level: asInvoker, requireAdministrator...
 
 
 def manifest_facts(data: bytes) -> ManifestFacts:
@@ -99,9 +97,7 @@ def manifest_facts(data: bytes) -> ManifestFacts:
     supported = root.iterfind(f"{{{COMPATIBILITY}}}compatibility/{{{COMPATIBILITY}}}application/"
                               f"{{{COMPATIBILITY}}}supportedOS")  # fmt: skip
     long_paths = root.iterfind(f".//{{{WINDOWS_SETTINGS_2016}}}longPathAware")
-    level = root.find(f".//{{{ASSEMBLY_V3}}}requestedExecutionLevel")
     return ManifestFacts(
         supported_os=frozenset(e.get("Id", "").strip().lower() for e in supported),
         long_path_aware=any((e.text or "").strip().lower() == "true" for e in long_paths),
-        execution_level=None if level is None else level.get("level"),
     )

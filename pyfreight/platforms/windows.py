@@ -82,8 +82,7 @@ class Windows(Platform):
 
     def program_objects(self, work: Path, machine: str | None) -> list[Path]:
         # The manifest python.exe carries (formats/manifest.py): without it, Windows tells
-        # the program it runs on Windows 8, refuses it paths past 260 characters, and asks
-        # for an administrator when its name says "setup" or "install".
+        # the program it runs on Windows 8 and refuses it paths past 260 characters.
         if machine is None:
             raise PyfreightError("a Windows program's target names no PE machine (targets/*.yaml pe.machine)")
         path = work / "manifest.o"

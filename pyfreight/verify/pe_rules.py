@@ -5,7 +5,7 @@ import directory or by a forwarded export: the target's `libc.needed`, Windows' 
 the UCRT's, or a DLL the tree itself ships), ASLR with 64-bit entropy and DEP, Control
 Flow Guard where the target has it, no debug directory (a CodeView record names the
 build's files), the interpreter's programs carrying a manifest that names Windows 10 and
-11, long paths and an execution level (formats/manifest.py says why), and the
+11 and long paths (formats/manifest.py says why), and the
 interpreter's DLL exporting the C API and nothing of the
 libraries bundled into it. A vendor's DLL the target ships as it is (the Visual C++
 runtime, targets/*.yaml pe.redistributed) is judged by its sha256 alone, and so are
@@ -183,8 +183,6 @@ def manifest_problems(manifest: bytes | None) -> list[str]:
         )
     if not found.long_path_aware:
         problems.append("its manifest is not longPathAware: paths past 260 characters would fail")
-    if found.execution_level is None:
-        problems.append("its manifest asks for no execution level: Windows would guess from its name")
     return problems
 
 
