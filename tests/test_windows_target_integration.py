@@ -329,7 +329,7 @@ def test_the_full_archive_is_reproduced_from_scratch(windows_archives):
     """`pyfreight reproduce`: the dependencies and CPython built again for Windows in an
     empty build folder, the archive written again: the same bytes (PE timestamps are the
     source's date, the images are linked without a debug directory)."""
-    proc = pyfreight_cli("reproduce", windows_archives["full.tar.zst"])
+    proc = pyfreight_cli("reproduce", windows_archives["full.tar.zst"], timeout=BUILD_TIMEOUT_S)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "identical" in proc.stdout, proc.stdout[-2000:]
 
@@ -862,6 +862,11 @@ def test_wines_own_vc_runtime_is_off_so_a_tree_without_ours_fails(windows_tree, 
     assert re.search(r"^PASS  extension modules are built in\s", proc.stdout, re.M), proc.stdout[-3000:]
 
 
+# A build from nothing on two cores that other work shares: pgo builds twice and trains
+# under Wine between (its make took more than an hour beside a CI run and a reproduce).
+BUILD_TIMEOUT_S = 4 * 3600
+
+
 def _make(goal: str, *variables: str, dist: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
     """`make <windows make name>-GOAL VARIABLE=…` as docs/targets.md writes it, its
     archives in `dist`: the finished run and the install tree it names. The test suite's
@@ -869,7 +874,8 @@ def _make(goal: str, *variables: str, dist: Path) -> tuple[subprocess.CompletedP
     that is not UTF-8: shown escaped, not a reason to fail the build's test."""
     proc = subprocess.run(
         ["make", f"{WINDOWS.make_name}-{goal}", *variables], cwd=REPO, capture_output=True, text=True,
-        errors="backslashreplace", timeout=3600, env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
+        errors="backslashreplace", timeout=BUILD_TIMEOUT_S,
+        env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc, Path(re.findall(r"^install tree: (\S+)$", proc.stdout, re.M)[-1])
@@ -1029,7 +1035,7 @@ def test_make_windows_pgo_trains_under_wine_and_reproduces_from_its_profile(tmp_
     names = member_names(full)
     assert not [n for n in names if "clang_rt" in n or "llvm-profile-runtime" in n]
     assert "llvm-profile-runtime" not in read_member(full, "python/licenses/sbom.cdx.json").decode()
-    reproduced = pyfreight_cli("reproduce", full)
+    reproduced = pyfreight_cli("reproduce", full, timeout=BUILD_TIMEOUT_S)
     assert reproduced.returncode == 0, reproduced.stdout[-3000:] + reproduced.stderr[-3000:]
     assert "identical" in reproduced.stdout, reproduced.stdout[-2000:]
 
