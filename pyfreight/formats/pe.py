@@ -2,7 +2,8 @@
 machine, every DLL the image makes Windows load (import descriptors, delay-load
 descriptors, the bound import directory and the targets of forwarded exports), the
 names exported, the security flags of the optional header, the link timestamp, the
-debug directory and a program's manifest resource. Reading only; the rules live in verify/pe_rules.py.
+debug directory and a program's manifest resource. Reading only; the rules live in
+verify/pe_rules.py.
 
 A compact reader of our own, not pefile: every fact we need is a fixed-layout structure
 of winnt.h, a few lines each, while pefile (2024.8) takes the counts and sizes of a
