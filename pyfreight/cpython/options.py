@@ -281,15 +281,49 @@ def _macho_env(options: BuildOptions, target: Target, base: dict[str, str]) -> d
 # CPython's own skips (computed gotos), and libffi's functions: instrumented, its
 # hand-written calls into C return garbage to ctypes (test_bytes crashed in training).
 BOLT_SKIP = "_PyEval_EvalFrameDefault,sre_ucs1_match/1,sre_ucs2_match/1,sre_ucs4_match/1,ffi_.*"
+BOLT_COMMON_FLAGS = f"-update-debug-sections -skip-funcs={BOLT_SKIP}"
+# How llvm-bolt lays the trained interpreter out: CPython's default BOLT_APPLY_FLAGS
+# (configure.ac) with three departures, each after a build it broke (docs/performance.md,
+# "BOLT's flags"):
+# - no -use-gnu-stack: it turns the PT_GNU_STACK header into the new text segment's, and
+#   a program without one gets an executable stack (older kernels) and cannot start a
+#   thread under MemoryDenyWriteExecute (glibc asks for executable thread stacks);
+# - -frame-opt=none (the default; CPython asks for hot): with it BOLT's allocation
+#   combiner merges a leaf function's `sub $N,%rsp` with its `add $N,%rsp` when nothing
+#   between names %rsp, which with frame pointers (ours) is every function addressing
+#   its locals through %rbp: the frame is gone, the locals lie below the red zone, and a
+#   signal frame overwrites them (HACL's SHA-2 segfaulted under a signal timer);
+# - -icf=safe: folds only functions whose address is never taken, as a C program that
+#   compares function pointers needs (-icf=1 folds them all).
+BOLT_APPLY_FLAGS = " ".join(
+    (
+        BOLT_COMMON_FLAGS,
+        "-reorder-blocks=ext-tsp",
+        "-reorder-functions=cdsort",
+        "-split-functions",
+        "-icf=safe",
+        "-inline-all",
+        "-split-eh",
+        "-reorder-functions-use-hot-size",
+        "-peepholes=none",
+        "-jump-tables=aggressive",
+        "-inline-ap",
+        "-indirect-call-promotion=all",
+        "-dyno-stats",
+        "-frame-opt=none",
+    )
+)
 
 
 def _bolt_tools() -> dict[str, str]:
-    """The build's LLVM's BOLT, which configure would otherwise look for unversioned."""
+    """The build's LLVM's BOLT, which configure would otherwise look for unversioned, and
+    our flags for it instead of configure's defaults."""
     tools = toolchain.LLVM_BIN
     return {
         "LLVM_BOLT": f"{tools}/llvm-bolt",
         "MERGE_FDATA": f"{tools}/merge-fdata",
-        "BOLT_COMMON_FLAGS": f"-update-debug-sections -skip-funcs={BOLT_SKIP}",
+        "BOLT_COMMON_FLAGS": BOLT_COMMON_FLAGS,
+        "BOLT_APPLY_FLAGS": BOLT_APPLY_FLAGS,
     }
 
 
