@@ -122,6 +122,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     from pyfreight.archives.write import ensure_distribution
     from pyfreight.cpython.build import build_cpython
     from pyfreight.cpython.profiles import SavedProfiles
+    from pyfreight.verify.validate import refuse_invalid
 
     started = time.monotonic()
     ws = default_workspace()
@@ -160,6 +161,7 @@ def cmd_build(args: argparse.Namespace) -> None:
             force=args.force,
             profiles=profiles,
             check=built,
+            validate=refuse_invalid(ws),
         )[1]
     )
 
@@ -171,8 +173,13 @@ def _print_sizes(dist: WrittenArchives) -> None:
 
 def cmd_dist(args: argparse.Namespace) -> None:
     from pyfreight.archives.write import ensure_distribution
+    from pyfreight.verify.validate import refuse_invalid
 
-    _print_sizes(ensure_distribution(_spec(args), default_workspace(), args.jobs, release=args.release)[1])
+    ws = default_workspace()
+    written = ensure_distribution(
+        _spec(args), ws, args.jobs, release=args.release, validate=refuse_invalid(ws)
+    )
+    _print_sizes(written[1])
 
 
 def cmd_check_install(args: argparse.Namespace) -> None:

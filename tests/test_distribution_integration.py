@@ -4,14 +4,21 @@ and the same bytes when everything is rebuilt from scratch."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import struct
 import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from pyfreight.cpython.naming import folder_stem
+from pyfreight.cpython.spec import BuildSpec
 from pyfreight.formats.tarball import extract
 from pyfreight.formats.tarball import members as archive_members
+from pyfreight.paths import default_workspace
+from pyfreight.platforms import platform_of
 from pyfreight.python_json import schema_errors
 from tests.conftest import pyfreight_cli
 from tests.tiers import FROM_SCRATCH
@@ -89,6 +96,62 @@ def test_archives_validate(dist):
     proc = pyfreight_cli("validate", *dist.archives)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count(": passed") == 3 and "FAIL" not in proc.stdout
+
+
+def _give_an_executable_stack(elf: Path) -> None:
+    """Marks the PT_GNU_STACK header of a 64-bit little-endian ELF executable (as llvm-bolt's
+    -use-gnu-stack leaves no such header, the stack is executable either way)."""
+    data = bytearray(elf.read_bytes())
+    (phoff,) = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        at = phoff + i * phentsize
+        p_type, p_flags = struct.unpack_from("<II", data, at)
+        if p_type == 0x6474E551:  # PT_GNU_STACK
+            struct.pack_into("<I", data, at + 4, p_flags | 1)  # PF_X
+            break
+    else:
+        raise AssertionError(f"{elf} has no PT_GNU_STACK")
+    new = elf.with_name(elf.name + ".new")
+    new.write_bytes(bytes(data))
+    new.chmod(0o755)
+    new.replace(elf)  # a new file: the build folder's hard link to the old one is left alone
+
+
+def test_dist_refuses_to_write_an_archive_that_fails_validate(dist, tmp_path):
+    """`pyfreight dist` validates every archive under its temporary name: given the same
+    build with an executable stack, it writes no archive at all and says which check
+    failed and where its log is, in one line."""
+    spec = BuildSpec.resolve("3.14", "noopt", None)
+    ws = default_workspace()
+    build = tmp_path / "build"
+    build.mkdir()
+    for entry in ws.build.iterdir():  # the same build, hard-linked: only the dist step runs
+        if entry.name in ("logs", "tmp") or entry.name.endswith(".dist.json"):
+            continue
+        if entry.is_dir():
+            shutil.copytree(entry, build / entry.name, symlinks=True, copy_function=os.link)
+        else:
+            os.link(entry, build / entry.name)
+    tree = build / folder_stem(spec)
+    _give_an_executable_stack(tree / platform_of(spec.target).layout.interpreter(tree))
+    out = tmp_path / "dist"
+    proc = pyfreight_cli(
+        "dist",
+        "--python",
+        "3.14",
+        "--options",
+        "noopt",
+        PYFREIGHT_BUILD_DIR=str(build),
+        PYFREIGHT_DIST_DIR=str(out),
+    )
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    [error] = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert "fails validate, so it was not written" in error and "executable stack" in error, error
+    assert "Traceback" not in proc.stderr
+    assert not out.exists() or not list(out.iterdir()), sorted(p.name for p in out.iterdir())
+    log = Path(error.rsplit("(log: ", 1)[1].rstrip(")"))
+    assert log.parent == build / "logs" and "executable stack" in log.read_text()
 
 
 def test_full_and_install_only_archives_run(dist):

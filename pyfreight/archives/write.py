@@ -81,6 +81,11 @@ sys.exit(subprocess.call([python, "-m", "test", *sys.argv[1:]]))
 
 
 Members = list[tuple[str, Path]]  # (name in the archive, file)
+# Judges a written archive (its temporary file, the name it is to be published under,
+# the target triple it was built for) and raises when it must not be published:
+# `pyfreight validate`, which lives later in the flow (verify/), handed in as
+# check-install is.
+ArchiveCheck = Callable[[Path, str, str], None]
 
 
 @dataclass(frozen=True)
@@ -277,22 +282,25 @@ def ensure_distribution(
     force: bool = False,
     profiles: SavedProfiles | None = None,
     check: Callable[[CPythonBuild], None] | None = None,
+    validate: ArchiveCheck,
 ) -> tuple[CPythonBuild, WrittenArchives]:
     """The one way from a build's spec to its archives, for the command line, bench,
     reproduce and the tests: CPython built (or reused), `check` run on the build before
     anything is packed (check-install, which lives later in the flow, is handed in),
-    then the three archives written to `dist` (default: the workspace's) or reused."""
+    then the three archives written to `dist` (default: the workspace's) or reused,
+    each judged by `validate` before it takes its name."""
     build = build_cpython(spec, ws, jobs=jobs, force=force, profiles=profiles)
     if check is not None:
         check(build)
-    return build, write_distribution(build, ws, ws.dist if dist is None else dist, release=release)
+    return build, write_distribution(build, ws, ws.dist if dist is None else dist, validate, release=release)
 
 
 def write_distribution(
-    build: CPythonBuild, ws: Workspace, dist: Path, release: str | None = None
+    build: CPythonBuild, ws: Workspace, dist: Path, validate: ArchiveCheck, release: str | None = None
 ) -> WrittenArchives:
     """The three archives of `build` in `dist`, reused when an earlier run wrote them from
-    the same inputs and they are still intact."""
+    the same inputs and they are still intact (they passed `validate` when written, and
+    a changed validator is changed driver code: part of the key)."""
     build.spec.target.require("archives")
     release = release or default_release(build, ws)
     paths = archive_paths(build, dist, release)
@@ -309,17 +317,21 @@ def write_distribution(
                 full, plain, stripped = paths[FULL], paths[INSTALL_ONLY], paths[INSTALL_ONLY_STRIPPED]
                 return WrittenArchives(full, plain, stripped, document)
         record_path.unlink(missing_ok=True)
-        result = _write_archives(build, ws, paths)
+        result = _write_archives(build, ws, paths, validate)
         archives = {str(p): file_sha256(p) for p in result.archives}
         write_record(record_path, {"key": key, "release": release, "archives": archives})
         return result
 
 
-def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Path]) -> WrittenArchives:
+def _write_archives(
+    build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Path], validate: ArchiveCheck
+) -> WrittenArchives:
     """The full archive (PYTHON.json first), then the install_only archives of the tree
-    and of its stripped copy, all with the source's date as every member's mtime."""
+    and of its stripped copy, all with the source's date as every member's mtime; each
+    validated under its temporary name, so an archive that fails is never published."""
     full, install_only, stripped = paths[FULL], paths[INSTALL_ONLY], paths[INSTALL_ONLY_STRIPPED]
     epoch = source_epoch(build, ws)
+    triple = build.spec.target.triple
     # The build image: the SBOM names it, and its llvm-strip strips the stripped copy.
     image = images.ensure_images(ws, build.spec.target)
     ws.scratch.mkdir(parents=True, exist_ok=True)
@@ -327,10 +339,16 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
         scratch = Path(tmp)
         document, members = _full_members(build, ws, image, scratch, full.name, epoch)
         say(f"dist: writing {full.name}")
-        write_tar(full, members, epoch, compression=FULL.compression, first=(PYTHON_JSON,))
+        write_tar(
+            full, members, epoch, compression=FULL.compression, first=(PYTHON_JSON,),
+            verify=lambda tmp: validate(tmp, full.name, triple),
+        )  # fmt: skip
 
         say(f"dist: writing {install_only.name}")
-        write_tar(install_only, _install_members(build.tree), epoch, compression=INSTALL_ONLY.compression)
+        write_tar(
+            install_only, _install_members(build.tree), epoch, compression=INSTALL_ONLY.compression,
+            verify=lambda tmp: validate(tmp, install_only.name, triple),
+        )  # fmt: skip
 
         stripped_tree = _stripped_copy(
             build.tree, scratch / "stripped", document["python_paths"]["stdlib"].removeprefix("install/"),
@@ -338,8 +356,9 @@ def _write_archives(build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Pat
         )  # fmt: skip
         say(f"dist: writing {stripped.name}")
         write_tar(
-            stripped, _install_members(stripped_tree), epoch, compression=INSTALL_ONLY_STRIPPED.compression
-        )
+            stripped, _install_members(stripped_tree), epoch, compression=INSTALL_ONLY_STRIPPED.compression,
+            verify=lambda tmp: validate(tmp, stripped.name, triple),
+        )  # fmt: skip
     for path in (full, install_only, stripped):
         say(f"dist: {path.name}: {path.stat().st_size / 1e6:.1f} MB")
     return WrittenArchives(full, install_only, stripped, document)

@@ -224,8 +224,9 @@ def render(results: dict[str, Measurement], count: int, parts: dict[str, float])
 def ensure_archive(ws: Workspace, spec: BuildSpec, jobs: int) -> Path:
     """The full archive of that build in dist/, building and writing it when missing."""
     from pyfreight.archives.write import ensure_distribution
+    from pyfreight.verify.validate import refuse_invalid
 
-    return ensure_distribution(spec, ws, jobs)[1].full
+    return ensure_distribution(spec, ws, jobs, validate=refuse_invalid(ws))[1].full
 
 
 def ensure_memory_binary(

@@ -13,7 +13,7 @@ import os
 import stat
 import tarfile
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -81,9 +81,12 @@ def write_tar(
     epoch: int,
     compression: str | None = None,
     first: tuple[str, ...] = (),
+    verify: Callable[[Path], None] | None = None,
 ) -> None:
     """Writes (arcname, path) pairs to `out` atomically, sorted by arcname except that
-    the names in `first` lead in that order; `compression` is None, "gz" or "zst"."""
+    the names in `first` lead in that order; `compression` is None, "gz" or "zst".
+    `verify` judges the complete archive under its temporary name and raises to keep it
+    from ever being published under `out`."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=owned(f".{out.name}"), suffix=".part", dir=out.parent)
     rank = {name: i for i, name in enumerate(first)}
@@ -101,6 +104,8 @@ def write_tar(
                 else:
                     tar.addfile(info)
         os.chmod(tmp_name, 0o644)
+        if verify is not None:
+            verify(Path(tmp_name))
         interrupts.check()  # nothing is published once a signal came
         os.replace(tmp_name, out)
     finally:

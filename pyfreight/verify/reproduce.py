@@ -23,6 +23,7 @@ from pyfreight.hashing import file_sha256, stream_sha256
 from pyfreight.leftovers import owned, scratch_folder
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
+from pyfreight.verify.validate import refuse_invalid
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,9 @@ def reproduce(archive: Path, ws: Workspace, jobs: int, limits: Limits = DEFAULT_
         (fresh.build / "images").mkdir()
         profiles = _saved_profiles(archive, spec, tmp, limits)
         say(f"reproduce: rebuilding {archive.name} from scratch in {fresh.build}")
-        _, result = ensure_distribution(spec, fresh, jobs, release=release, profiles=profiles)
+        _, result = ensure_distribution(
+            spec, fresh, jobs, release=release, profiles=profiles, validate=refuse_invalid(fresh)
+        )
         if result.full.name != archive.name:
             raise PyfreightError(f"the rebuild is named {result.full.name}, not {archive.name}")
         return compare(archive, result.full, limits)

@@ -32,6 +32,8 @@ from pyfreight.formats.macho import is_macho
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
 from pyfreight.formats.untrusted import MAX_BINARY_BYTES, regular_files
 from pyfreight.leftovers import scratch_folder
+from pyfreight.logs import say
+from pyfreight.paths import Workspace
 from pyfreight.platforms import LINUX, MACOS, WINDOWS, WINDOWS_LAYOUT, Platform, layout_of, platform_of
 from pyfreight.platforms.windows import FORWARDER_DLLS, interpreter_dll
 from pyfreight.python_json import schema_errors
@@ -552,3 +554,23 @@ TREE_RULES: dict[Platform, Callable[[ArchiveTree], list[Problem]]] = {
     WINDOWS: _windows_tree,
     MACOS: _macos_tree,
 }
+
+
+def refuse_invalid(ws: Workspace) -> Callable[[Path, str, str], None]:
+    """The check every archive passes before it is published under its name (handed to
+    archives/write as its ArchiveCheck): `pyfreight validate` of the written file, its
+    problems kept in build/logs/validate-NAME.log, and the first named in one line."""
+
+    def judge(written: Path, name: str, triple: str) -> None:
+        say(f"dist: validating {name}")
+        problems = validate(written, target=triple)
+        log = ws.logs / f"validate-{name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("".join(f"FAIL  {p}\n" for p in problems) or "passed\n")
+        if problems:
+            more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+            raise PyfreightError(
+                f"{name} fails validate, so it was not written: {problems[0]}{more} (log: {log})"
+            )
+
+    return judge
