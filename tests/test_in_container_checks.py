@@ -37,9 +37,9 @@ def test_only_the_shared_module_registers_runs_and_reports():
 
 
 def _run_with(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
-    """A script beside a copy of shared_checks.py (and bytecode.py), as check-install
+    """A script beside a copy of shared_checks.py (and what it imports), as check-install
     copies them, with the shared checks left out so that only `body`'s run."""
-    for name in ("shared_checks.py", "bytecode.py"):
+    for name in ("shared_checks.py", "bytecode.py", "signal_stress.py"):
         (tmp_path / name).write_text((IN_CONTAINER / name).read_text())
     script = tmp_path / "checks.py"
     script.write_text(
@@ -72,3 +72,44 @@ def test_a_failed_check_fails_the_run_with_its_last_line(tmp_path):
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert re.search(r"^FAIL  broken  AssertionError: one is not two$", ran.stdout, re.M), ran.stdout
     assert ran.stdout.splitlines()[-1] == "0 passed, 1 failed"
+
+
+def _signal_stress(monkeypatch):
+    """signal_stress.py as check-install imports it, with one cheap workload."""
+    monkeypatch.syspath_prepend(str(IN_CONTAINER))
+    import signal_stress
+
+    monkeypatch.setattr(signal_stress, "workloads", lambda: {"_sha2.sha256": lambda: "ba78"})
+    return signal_stress
+
+
+def _child(tmp_path: Path, body: str) -> str:
+    """A stand-in for the interpreter under test: a program run with the script's path."""
+    child = tmp_path / "python"
+    child.write_text(f"#!/bin/sh\n{body}\n")
+    child.chmod(0o755)
+    return str(child)
+
+
+def test_the_signal_check_names_the_workload_the_interpreter_died_in(tmp_path, monkeypatch):
+    stress = _signal_stress(monkeypatch).stress
+    crashing = _child(tmp_path, "echo _sha2.sha256 >&2\nkill -SEGV $$")
+    try:
+        stress(crashing)
+    except AssertionError as exc:
+        assert str(exc) == "the interpreter died (signal SIGSEGV) under signals in _sha2.sha256"
+    else:
+        raise AssertionError("a crash under signals passed")
+
+
+def test_the_signal_check_fails_on_a_result_that_differs_under_signals(tmp_path, monkeypatch):
+    stress = _signal_stress(monkeypatch).stress
+    wrong = _child(tmp_path, """echo '{"results": {"_sha2.sha256": ["ba78", "0000"]}, "signals": 9}'""")
+    try:
+        stress(wrong)
+    except AssertionError as exc:
+        assert str(exc) == "results differ under signals: _sha2.sha256"
+    else:
+        raise AssertionError("a result that changed under signals passed")
+    right = _child(tmp_path, """echo '{"results": {"_sha2.sha256": ["ba78"]}, "signals": 9}'""")
+    assert stress(right) == "1 workloads, 9 signals, every result as without them"

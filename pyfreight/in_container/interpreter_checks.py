@@ -133,6 +133,38 @@ def _ctypes() -> str:
     return "CDLL(None).strlen, libffi calls and callbacks"
 
 
+# systemd's MemoryDenyWriteExecute is prctl(PR_SET_MDWE) on Linux 6.3 and later: no
+# mapping may gain execute permission. glibc maps a thread's stack executable when the
+# program has no non-executable PT_GNU_STACK header, which MDWE refuses: threading fails.
+MDWE_PROGRAM = """
+import ctypes, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+try:
+    prctl = libc.prctl
+except AttributeError:
+    sys.exit("SKIP no prctl in this C library")
+PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN = 65, 1
+if prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, 0, 0, 0) != 0:
+    sys.exit("SKIP PR_SET_MDWE refused: " + os.strerror(ctypes.get_errno()))
+started = []
+thread = threading.Thread(target=started.append, args=("ran",))
+thread.start()
+thread.join()
+assert started == ["ran"], started
+print(os.uname().release)
+"""
+
+
+@check("a thread starts under MemoryDenyWriteExecute (prctl PR_SET_MDWE), where the kernel has it")
+def _thread_under_mdwe() -> str:
+    # In a child: MDWE cannot be turned off again, and the JIT's check needs exec mappings.
+    ran = subprocess.run([sys.executable, "-c", MDWE_PROGRAM], capture_output=True, text=True, timeout=60)
+    if ran.stderr.startswith("SKIP "):
+        return f"not checked: {ran.stderr.strip().removeprefix('SKIP ')}"
+    assert ran.returncode == 0, ran.stderr.strip().splitlines()[-1:] or f"rc {ran.returncode}"
+    return f"a thread ran under MDWE (kernel {ran.stdout.strip()})"
+
+
 @check("curses initscr on a pseudo-terminal")
 def _curses() -> None:
     import pty

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the same file, as the package names it
+if TYPE_CHECKING:  # the same files, as the package names them
     from pyfreight.in_container.bytecode import bytecode_check
-else:  # run as a script, beside which bytecode.py is copied
+    from pyfreight.in_container.signal_stress import stress
+else:  # run as a script, beside which bytecode.py and signal_stress.py are copied
     from bytecode import bytecode_check
+    from signal_stress import stress
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,11 @@ def _hashlib(_facts: TreeFacts) -> None:
     import _hashlib
 
     assert _hashlib.new("sha3_256", b"abc").hexdigest()
+
+
+@_shared("hashes, HMAC, random.seed and compression are right under a 20 µs signal timer")
+def _signals(_facts: TreeFacts) -> str:
+    return stress(sys.executable)
 
 
 @_shared("tkinter creates a Tcl interpreter and leaves os.environ as it was")

@@ -27,14 +27,15 @@ from pyfreight.verify.test_suite import test_suite_command
 CHECK_SCRIPT = IN_CONTAINER_DIR / "windows_checks.py"
 SHARED_CHECKS_MODULE = IN_CONTAINER_DIR / "shared_checks.py"  # the script imports it
 BYTECODE_MODULE = IN_CONTAINER_DIR / "bytecode.py"  # and these
+SIGNAL_STRESS_MODULE = IN_CONTAINER_DIR / "signal_stress.py"
 CHECK_WHEEL_MODULE = IN_CONTAINER_DIR / "check_wheel.py"
 TLS_MATERIAL = IN_CONTAINER_DIR / "tls"
 REGRTEST_SCRIPT = IN_CONTAINER_DIR / "regrtest_wine.py"  # CPython's tests under Wine
 WINE_PROCESS_MODULE = IN_CONTAINER_DIR / "wine_process.py"  # adapts a process to Wine
 # What is copied beside the tree: the checks, what they import, the test runner.
 IN_CONTAINER_SCRIPTS = (
-    CHECK_SCRIPT, SHARED_CHECKS_MODULE, BYTECODE_MODULE, CHECK_WHEEL_MODULE, REGRTEST_SCRIPT,
-    WINE_PROCESS_MODULE
+    CHECK_SCRIPT, SHARED_CHECKS_MODULE, BYTECODE_MODULE, SIGNAL_STRESS_MODULE, CHECK_WHEEL_MODULE,
+    REGRTEST_SCRIPT, WINE_PROCESS_MODULE
 )  # fmt: skip
 # The folder of a Wine run's PYTHONPATH holding its sitecustomize.py, which adapts every
 # Python process of the run to Wine (wine_process.py), children included.
