@@ -3,15 +3,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
 from pyfreight.leftovers import remove_tree
+from pyfreight.paths import default_workspace
 from pyfreight.sources.recipes import Source
 from tests import tiers
 
@@ -200,6 +203,23 @@ def noopt_dist(noopt_dists):
     """The archives of a real CPython 3.14 noopt build, shared by the distribution and
     embed tests."""
     return noopt_dists("3.14")
+
+
+def linked_build_folder(dest: Path, keep: Callable[[str], bool] = lambda _name: True) -> Path:
+    """A build folder at `dest` holding the default workspace's downloads, images and
+    finished builds (those whose names `keep` accepts) as hard links: cheap, and nothing
+    a run there writes (records, logs, replaced files) reaches the original, so a test
+    may break a build there or kill a run in it."""
+    source = default_workspace().build
+    dest.mkdir(parents=True)
+    for entry in source.iterdir():
+        if entry.name in ("logs", "tmp") or entry.name.endswith(".dist.json") or not keep(entry.name):
+            continue
+        if entry.is_dir():
+            shutil.copytree(entry, dest / entry.name, symlinks=True, copy_function=os.link)
+        else:
+            os.link(entry, dest / entry.name)
+    return dest
 
 
 @pytest.fixture

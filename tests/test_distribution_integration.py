@@ -4,8 +4,6 @@ and the same bytes when everything is rebuilt from scratch."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import struct
 import subprocess
 import tarfile
@@ -17,10 +15,9 @@ from pyfreight.cpython.naming import folder_stem
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.formats.tarball import extract
 from pyfreight.formats.tarball import members as archive_members
-from pyfreight.paths import default_workspace
 from pyfreight.platforms import platform_of
 from pyfreight.python_json import schema_errors
-from tests.conftest import pyfreight_cli
+from tests.conftest import linked_build_folder, pyfreight_cli
 from tests.tiers import FROM_SCRATCH
 
 pytestmark = pytest.mark.container
@@ -123,16 +120,7 @@ def test_dist_refuses_to_write_an_archive_that_fails_validate(dist, tmp_path):
     build with an executable stack, it writes no archive at all and says which check
     failed and where its log is, in one line."""
     spec = BuildSpec.resolve("3.14", "noopt", None)
-    ws = default_workspace()
-    build = tmp_path / "build"
-    build.mkdir()
-    for entry in ws.build.iterdir():  # the same build, hard-linked: only the dist step runs
-        if entry.name in ("logs", "tmp") or entry.name.endswith(".dist.json"):
-            continue
-        if entry.is_dir():
-            shutil.copytree(entry, build / entry.name, symlinks=True, copy_function=os.link)
-        else:
-            os.link(entry, build / entry.name)
+    build = linked_build_folder(tmp_path / "build")  # the same build: only the dist step runs
     tree = build / folder_stem(spec)
     _give_an_executable_stack(tree / platform_of(spec.target).layout.interpreter(tree))
     out = tmp_path / "dist"

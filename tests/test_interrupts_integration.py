@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import PYFREIGHT
+from tests.conftest import PYFREIGHT, linked_build_folder
 
 pytestmark = pytest.mark.container
 
@@ -66,6 +66,14 @@ def _containers(pid: int) -> list[str]:
     return proc.stdout.split()
 
 
+def _container_names(pid: int) -> list[str]:
+    proc = subprocess.run(
+        ["docker", "ps", "-a", "--format", "{{.Names}}", "--filter", f"label=pyfreight.owner-pid={pid}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return proc.stdout.split()
+
+
 def _start(root: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         [str(PYFREIGHT), "deps", "sleepy", "--offline"],
@@ -107,13 +115,40 @@ def test_interrupt_stops_the_build_and_keeps_nothing(tmp_path, how, code):
     assert _left_behind(tmp_path) == []
 
 
-def test_a_killed_run_is_swept_by_the_next(tmp_path):
+def _watchdog_of(pid: int) -> int:
+    found = subprocess.run(
+        ["pgrep", "-f", f"pyfreight.container.watchdog {pid}$"], capture_output=True, text=True
+    ).stdout.split()
+    assert len(found) == 1, f"driver {pid} has {len(found)} watchdogs"
+    return int(found[0])
+
+
+def _gone_within(pid: int, seconds: float) -> float:
+    """How long the containers of driver `pid` took to go; fails after `seconds`."""
+    started = time.monotonic()
+    while _containers(pid):
+        assert time.monotonic() - started < seconds, f"driver {pid}'s container still runs"
+        time.sleep(0.5)
+    return time.monotonic() - started
+
+
+def test_a_killed_drivers_container_is_ended_by_its_watchdog(tmp_path):
     _recipe(tmp_path, SLOW)
     proc = _start(tmp_path)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=60)
+    _gone_within(proc.pid, 30)
+    assert _left_behind(tmp_path), "a SIGKILLed driver cannot remove its staging folder"
+
+
+def test_a_killed_run_whose_watchdog_was_killed_too_is_swept_by_the_next(tmp_path):
+    _recipe(tmp_path, SLOW)
+    proc = _start(tmp_path)
+    os.kill(_watchdog_of(proc.pid), signal.SIGKILL)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
     orphans = _containers(proc.pid)
-    assert orphans, "a SIGKILLed driver cannot stop its container (this is what the sweep is for)"
+    assert orphans, "with driver and watchdog killed, nothing stops the container but the next run"
     assert _left_behind(tmp_path), "nor remove its staging folder"
 
     _recipe(tmp_path, QUICK)  # the next run: a changed recipe, so it builds
@@ -126,3 +161,23 @@ def test_a_killed_run_is_swept_by_the_next(tmp_path):
     assert _containers(proc.pid) == []
     assert sorted(_left_behind(tmp_path)) == ["sleepy-1.0-x86_64-unknown-linux-gnu.json",
                                               "sleepy-1.0-x86_64-unknown-linux-gnu.tar"]  # fmt: skip
+
+
+def test_a_build_killed_during_the_cpython_step_leaves_no_container(noopt_dist, tmp_path):
+    """`pyfreight build` killed outright while CPython builds in its container (the
+    dependencies of the session's noopt build, linked into a build folder of its own,
+    where CPython is not built yet): its watchdog removes the container within 30 s."""
+    build = linked_build_folder(tmp_path / "build", keep=lambda name: not name.startswith("cpython-"))
+    proc = subprocess.Popen(
+        [str(PYFREIGHT), "build", "--python", "3.14", "--options", "noopt", "--no-dist"],
+        env={**os.environ, "PYFREIGHT_BUILD_DIR": str(build)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 300
+    while not any(name.startswith("pyfreight-cpython-") for name in _container_names(proc.pid)):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no CPython build container started"
+        time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    _gone_within(proc.pid, 30)

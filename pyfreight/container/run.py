@@ -5,8 +5,9 @@ Every run has no network, a fixed host name, `--rm`, an init process (so the she
 inside is not PID 1, which would ignore SIGTERM), a name of its own and a label naming
 the process that started it. Whatever stops `run` (a failure, Ctrl-C or SIGTERM, an
 exception) removes the container before it returns; a signal stops every container
-this process started, from whichever thread; and the containers of a process that was
-killed outright are removed the next time a run starts."""
+this process started, from whichever thread; the containers of a process that was
+killed outright are removed by its watchdog (container/watchdog) once it has ended, and
+by the next run's sweep should the watchdog have been killed too."""
 
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ from pathlib import Path
 from typing import Literal
 
 from pyfreight import interrupts
-from pyfreight.container import docker
+from pyfreight.container import docker, watchdog
+from pyfreight.container.watchdog import OWNER_LABEL
 from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import alive
 from pyfreight.logs import say, tail
 
 HOSTNAME = "pyfreight"  # fixed, so no host name can reach an output
-OWNER_LABEL = "pyfreight.owner-pid"
 # Where the output of a run goes: appended to a log file, captured and returned, or
 # shown on the terminal as it comes (check results a person reads).
 Output = Path | Literal["capture", "terminal"]
@@ -130,6 +131,7 @@ def run(spec: RunSpec, check: bool = True) -> RunResult:
     if not _swept.is_set():
         _swept.set()
         sweep_orphans()
+        watchdog.start(os.getpid())  # ends our containers should we be killed outright
     name = f"pyfreight-{spec.name_hint}-{secrets.token_hex(4)}"
     args = spec.docker_args(name)
     with _live_lock:
