@@ -4,11 +4,13 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -174,7 +176,7 @@ def noopt_dists(tmp_path_factory):
         # Built as people build it: the README's make command (check-install is
         # tests/test_cpython_integration.py's), into a folder of the session's own.
         dist = tmp_path_factory.mktemp(f"dist-{minor}")
-        made = subprocess.run(
+        made = run_group(
             [
                 "make",
                 "-C",
@@ -183,8 +185,7 @@ def noopt_dists(tmp_path_factory):
                 f"CPYTHON={minor}",
                 "ARGS=--no-check",
             ],
-            capture_output=True,
-            text=True,
+            timeout=5400,
             env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
         )
         assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
@@ -231,18 +232,29 @@ PYFREIGHT = Path(sys.executable).with_name("pyfreight")  # the console script of
 REPO = Path(__file__).resolve().parent.parent
 
 
+def run_group(args: Sequence[str], *, timeout: float, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """subprocess.run with output captured as text, in a process group of its own that a
+    timeout ends whole: make and the pyfreight it started (and their docker clients), not
+    make alone. A killed pyfreight's containers are its watchdog's to end."""
+    kwargs.setdefault("text", True)
+    with subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **kwargs
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(list(args), proc.returncode, out, err)
+
+
 def pyfreight_cli(
     *args: object, timeout: int = 3600, errors: str = "strict", **env: str
 ) -> subprocess.CompletedProcess[str]:
     """Runs the installed `pyfreight` console script as a user types it; output captured.
     `env` adds environment variables (e.g. PYFREIGHT_DIST_DIR=...). `errors`: how bytes
     that are not UTF-8 are decoded (what a Windows program prints in its code page)."""
-    return subprocess.run(
-        [str(PYFREIGHT), *map(str, args)],
-        capture_output=True,
-        text=True,
-        errors=errors,
-        timeout=timeout,
-        env={**os.environ, **env},
-        cwd=REPO,
+    return run_group(
+        [str(PYFREIGHT), *map(str, args)], timeout=timeout, errors=errors, env={**os.environ, **env}, cwd=REPO
     )

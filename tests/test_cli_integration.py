@@ -22,7 +22,7 @@ from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.paths import default_workspace
 from pyfreight.records import exclusive
-from tests.conftest import PYFREIGHT, REPO, pyfreight_cli
+from tests.conftest import PYFREIGHT, REPO, pyfreight_cli, run_group
 from tests.tiers import BENCHMARKS
 
 pytestmark = pytest.mark.container
@@ -35,9 +35,7 @@ def _ok(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def _make(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["make", "-C", str(REPO), *args], capture_output=True, text=True, timeout=3600, env=dict(os.environ)
-    )
+    return run_group(["make", "-C", str(REPO), *args], timeout=3600, env=dict(os.environ))
 
 
 def test_recipes_images_fetch_and_deps(noopt_dist):

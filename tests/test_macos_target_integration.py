@@ -24,7 +24,7 @@ from pyfreight.formats.macho import macho_facts
 from pyfreight.formats.tarball import read_member
 from pyfreight.targets import Target, all_targets
 from pyfreight.verify.macho_rules import macho_problems
-from tests.conftest import pyfreight_cli
+from tests.conftest import pyfreight_cli, run_group
 
 REPO = Path(__file__).resolve().parent.parent
 MACOS = [t for t in all_targets().values() if t.macho_cpu is not None]
@@ -37,13 +37,8 @@ def _each(*more_marks: pytest.MarkDecorator) -> list:
 
 def _make(dist: Path, *make_args: str) -> subprocess.CompletedProcess[str]:
     """`make ARGS` as a user types it, archives into `dist`; it must succeed."""
-    proc = subprocess.run(
-        ["make", *make_args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=7200,
-        env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
+    proc = run_group(
+        ["make", *make_args], cwd=REPO, timeout=7200, env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)}
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return proc

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 
 import pytest
 
 from pyfreight.targets import Target, all_targets
-from tests.conftest import REPO, pyfreight_cli
+from tests.conftest import REPO, pyfreight_cli, run_group
 from tests.tiers import BENCHMARKS
 
 pytestmark = pytest.mark.container
@@ -36,8 +35,8 @@ def _param(target: Target) -> object:
 @pytest.mark.parametrize("target", [_param(t) for t in PGO_TARGETS])
 def test_make_pgo_builds_checks_and_carries_the_jit(target, tmp_path):
     dist = tmp_path / "dist"
-    made = subprocess.run(
-        ["make", f"{target.make_name}-pgo"], cwd=REPO, capture_output=True, text=True, timeout=3 * 3600,
+    made = run_group(
+        ["make", f"{target.make_name}-pgo"], cwd=REPO, timeout=3 * 3600,
         env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
     )  # fmt: skip
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
@@ -61,10 +60,12 @@ def test_the_default_is_laid_out_by_bolt_carries_its_profiles_and_reproduces(tmp
     from pyfreight.formats.safe_archive import read_member
 
     dist = tmp_path / "dist"
-    made = subprocess.run(
-        ["make", "linux-x86_64-pgo"], cwd=REPO, capture_output=True, text=True,
-        timeout=3 * 3600, env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
-    )  # fmt: skip
+    made = run_group(
+        ["make", "linux-x86_64-pgo"],
+        cwd=REPO,
+        timeout=3 * 3600,
+        env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
+    )
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
     tree = re.findall(r"^install tree: (\S+)$", made.stdout, re.M)[-1]
     with open(f"{tree}/bin/python3.14", "rb") as fh:

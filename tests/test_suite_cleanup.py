@@ -8,9 +8,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from tests.conftest import REPO
+import pytest
+
+from tests.conftest import REPO, run_group
 
 A_TEST_LEAVING_A_DEEP_TREE = """
 def test_deep(tmp_path):
@@ -51,3 +54,22 @@ def test_sessions_after_one_that_left_a_deep_tree_end_cleanly(tmp_path: Path) ->
         )
         shown = f"session {session}: {ran.returncode}\n{ran.stdout[-1500:]}{ran.stderr[-1500:]}"
         assert ran.returncode == 0 and "RecursionError" not in ran.stderr, shown
+
+
+def test_a_timeout_ends_the_whole_process_group(tmp_path: Path) -> None:
+    """run_group's timeout ends what the command started too (as make starts pyfreight),
+    not the command alone."""
+
+    pid_file = tmp_path / "grandchild"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_group(["sh", "-c", f"sleep 300 & echo $! > {pid_file}; wait"], timeout=2)
+    grandchild = int(pid_file.read_text())
+    for _ in range(50):
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            return
+        if Path(f"/proc/{grandchild}/stat").read_text().split()[2] == "Z":
+            return  # ended, waiting for its reaper
+        time.sleep(0.1)
+    raise AssertionError(f"the command's child {grandchild} outlived the timeout")

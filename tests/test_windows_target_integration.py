@@ -37,7 +37,7 @@ from pyfreight.targets import all_targets
 from pyfreight.verify.check_windows import WINE_PROCESS_MODULE, write_wine_site
 from pyfreight.verify.pe_rules import check_pe_tree
 from pyfreight.verify.test_suite import load_test_suite
-from tests.conftest import pyfreight_cli
+from tests.conftest import pyfreight_cli, run_group
 
 WINDOWS = next(t for t in all_targets().values() if t.runner == "wine")
 pytestmark = [pytest.mark.container, pytest.mark.part(WINDOWS.triple)]
@@ -56,9 +56,7 @@ STATIC_DEFINES = "-DLZMA_API_STATIC -DXML_STATIC -DFFI_STATIC_BUILD -DSTATIC_BUI
 @pytest.fixture(scope="module")
 def windows_deps() -> dict[str, Path]:
     """`make windows-x86_64-deps`, as the README says; the artifacts it lists."""
-    proc = subprocess.run(
-        ["make", f"{WINDOWS.make_name}-deps"], cwd=REPO, capture_output=True, text=True, timeout=3600
-    )
+    proc = run_group(["make", f"{WINDOWS.make_name}-deps"], cwd=REPO, timeout=3600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     listed = dict(re.findall(r"^(\S+)\s+(/\S+\.tar)$", proc.stdout, re.M))
     return {name: Path(path) for name, path in listed.items()}
@@ -872,8 +870,8 @@ def _make(goal: str, *variables: str, dist: Path) -> tuple[subprocess.CompletedP
     archives in `dist`: the finished run and the install tree it names. The test suite's
     output under Wine is passed through as the programs wrote it, which once held a byte
     that is not UTF-8: shown escaped, not a reason to fail the build's test."""
-    proc = subprocess.run(
-        ["make", f"{WINDOWS.make_name}-{goal}", *variables], cwd=REPO, capture_output=True, text=True,
+    proc = run_group(
+        ["make", f"{WINDOWS.make_name}-{goal}", *variables], cwd=REPO,
         errors="backslashreplace", timeout=BUILD_TIMEOUT_S,
         env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
     )  # fmt: skip
