@@ -53,8 +53,9 @@ def test_make_pgo_builds_checks_and_carries_the_jit(target, tmp_path):
 @pytest.mark.part(BENCHMARKS)
 def test_the_default_is_laid_out_by_bolt_carries_its_profiles_and_reproduces(tmp_path):
     """`make linux-x86_64-pgo`: llvm-bolt lays the interpreter out (its note in the
-    executable), and since neither training is deterministic the full archive carries
-    both merged profiles; `reproduce` replays them into the same bytes."""
+    executable) and leaves its stack non-executable, and since neither training is
+    deterministic the full archive carries both merged profiles; `reproduce` replays
+    them into the same bytes."""
     from elftools.elf.elffile import ELFFile
 
     from pyfreight.formats.safe_archive import read_member
@@ -69,8 +70,12 @@ def test_the_default_is_laid_out_by_bolt_carries_its_profiles_and_reproduces(tmp
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
     tree = re.findall(r"^install tree: (\S+)$", made.stdout, re.M)[-1]
     with open(f"{tree}/bin/python3.14", "rb") as fh:
-        sections = [s.name for s in ELFFile(fh).iter_sections()]
+        elf = ELFFile(fh)
+        sections = [s.name for s in elf.iter_sections()]
+        stacks = [seg["p_flags"] for seg in elf.iter_segments() if seg["p_type"] == "PT_GNU_STACK"]
     assert ".note.bolt_info" in sections, sections
+    # llvm-bolt's -use-gnu-stack (configure's default) took this header for its new code
+    assert stacks == [6], f"PT_GNU_STACK flags {stacks}: the stack must be RW, not executable"
     full = next(p for p in dist.iterdir() if p.name.endswith("-pgo+lto-full.tar.zst"))
     lines = read_member(full, "python/build/bolt.fdata").decode().splitlines()
     assert lines and all(len(line.split()) >= 6 for line in lines[:100]), lines[:5]
