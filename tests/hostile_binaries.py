@@ -79,6 +79,12 @@ DLL_STUBS = 3000  # the campaign had 20,000; 3,000 keeps make test quick
 FORWARDERS = 0x2000  # exports of the forwarder bomb, each naming a 1 MiB string
 DEBUG_ENTRIES = 4096  # entries of the debug-directory bomb, each a 1 MiB CodeView record
 BOMB_STRING = 1 << 20
+# Issue 56's strings: a symbol name of 60 MiB and a CodeDirectory identifier of 80 MiB,
+# of bytes that are escaped when printed (decoded whole, each took 3.7 GB). The
+# identifier's first 2 MiB are incompressible, for its archive to expand to less than
+# 50 times its size.
+LONG_SYMBOL_NAME = b"_" + b"\x01" * ((60 << 20) - 1)
+LONG_IDENTIFIER_BYTES = 80 << 20
 SPARSE_BYTES = 6 << 30
 
 # The C of the tiny binaries: the C API names verify/exports.py asks of the interpreter.
@@ -765,21 +771,87 @@ def chain_trie(nodes: int) -> bytes:
     return b"".join(b"\x00\x01a\x00" + uleb4(8 * (i + 1)) for i in range(nodes)) + b"\x02\x00\x00\x00"
 
 
-def macho_export_trie(data: bytes, trie: bytes) -> bytes:
-    """The export trie replaced by `trie`, appended to the file within __LINKEDIT."""
-    out = bytearray(data)
-    start = len(out)
-    out += trie + bytes(-len(trie) % 16)
-    for at, cmd, _ in list(macho_commands(out)):
+def _linkedit_to_end(out: bytearray) -> None:
+    """__LINKEDIT grown to the end of the file (after something was appended to it)."""
+    for at, cmd, _ in macho_commands(out):
         if cmd == LC_SEGMENT_64 and out[at + 8 : at + 24].rstrip(b"\0") == b"__LINKEDIT":
             fileoff = struct.unpack_from("<Q", out, at + 40)[0]
             struct.pack_into("<Q", out, at + 32, _align(len(out) - fileoff, 0x4000))  # vmsize
             struct.pack_into("<Q", out, at + 48, len(out) - fileoff)  # filesize
-        elif cmd == LC_DYLD_INFO_ONLY:
+
+
+def _append(out: bytearray, payload: bytes) -> int:
+    """`payload` appended to the file within __LINKEDIT; returns where it starts."""
+    start = len(out)
+    out += payload + bytes(-len(payload) % 16)
+    _linkedit_to_end(out)
+    return start
+
+
+def macho_export_trie(data: bytes, trie: bytes) -> bytes:
+    """The export trie replaced by `trie`, appended to the file within __LINKEDIT."""
+    out = bytearray(data)
+    start = _append(out, trie)
+    for at, cmd, _ in list(macho_commands(out)):
+        if cmd == LC_DYLD_INFO_ONLY:
             struct.pack_into("<II", out, at + 40, start, len(trie))
         elif cmd == LC_DYLD_EXPORTS_TRIE:
             struct.pack_into("<II", out, at + 8, start, len(trie))
     return bytes(resign(out))
+
+
+def macho_long_symbol_name(data: bytes, name: bytes) -> bytes:
+    """The first external symbol renamed `name`: a new string table (the old one, then
+    `name`) appended within __LINKEDIT (after the signature, which covers the bytes
+    before it), the signature made again."""
+    out = bytearray(data)
+    command = _command(out, LC_SYMTAB)
+    symoff, nsyms, stroff, strsize = struct.unpack_from("<IIII", out, command + 8)
+    table = bytes(out[stroff : stroff + strsize]) + name + b"\0"
+    start = _append(out, table)
+    struct.pack_into("<II", out, command + 16, start, len(table))
+    external = next(i for i in range(nsyms) if out[symoff + 16 * i + 4] & 0x01)  # N_EXT
+    struct.pack_into("<I", out, symoff + 16 * external, strsize)
+    return bytes(resign(out))
+
+
+def macho_long_identifier(data: bytes, identifier: bytes) -> bytes:
+    """The CodeDirectory's identifier made `identifier`, put after its hashes: the
+    signature (the file's last bytes) laid out again, one blob a slot, then signed again."""
+    out = bytearray(data)
+    command = _command(out, LC_CODE_SIGNATURE)
+    dataoff, datasize = struct.unpack_from("<II", out, command + 8)
+    assert dataoff + datasize == len(out), "the signature is not the file's end"
+    count = struct.unpack_from(">I", out, dataoff + 8)[0]
+    index = [struct.unpack_from(">II", out, dataoff + 12 + 8 * i) for i in range(count)]
+    blobs = []
+    for slot, at in index:
+        size = struct.unpack_from(">I", out, dataoff + at + 4)[0]
+        blob = bytearray(out[dataoff + at : dataoff + at + size])
+        if slot == 0:
+            struct.pack_into(">I", blob, 20, len(blob))  # identOffset
+            blob += identifier + b"\0"
+            struct.pack_into(">I", blob, 4, len(blob))
+        blobs.append((slot, bytes(blob)))
+    at = 12 + 8 * count
+    table, body = b"", b""
+    for slot, blob in blobs:
+        table += struct.pack(">II", slot, at + len(body))
+        body += blob
+    superblob = struct.pack(">III", 0xFADE0CC0, at + len(body), count) + table + body
+    del out[dataoff:]
+    out += superblob
+    struct.pack_into("<I", out, command + 12, len(superblob))
+    _linkedit_to_end(out)
+    return bytes(resign(out))
+
+
+def incompressible(size: int, seed: int = 56) -> bytes:
+    """`size` bytes of no NUL that no compressor shrinks: an archive must be a 50th of
+    what it unpacks to (above 64 MiB), or it is refused as a bomb before any reader."""
+    import random
+
+    return random.Random(seed).randbytes(size).replace(b"\0", b"\x01")
 
 
 def fat(slices: list[bytes], archs: list[tuple[int, int, int, int]]) -> bytes:
@@ -949,6 +1021,13 @@ CASES: tuple[Case, ...] = (
     Case("macho-code-directory-identifier", 1, "macos",
          _helper(lambda data: macho_identifier_offset(data, 0xFFFFFF00)),
          ("bin/helper",), "the CodeDirectory's identifier at offset 0xFFFFFF00"),
+    Case("macho-symbol-name-60mib", 1, "macos",
+         _interpreter(lambda data: macho_long_symbol_name(data, LONG_SYMBOL_NAME)),
+         (PY,), "one external symbol name of 60 MiB (signed again)"),
+    Case("macho-identifier-80mib", 1, "macos",
+         _interpreter(lambda data: macho_long_identifier(
+             data, incompressible(2 << 20) + b"\x01" * (LONG_IDENTIFIER_BYTES - (2 << 20)))),
+         (PY,), "a CodeDirectory identifier of 80 MiB (signed again)"),
     # 2. work growing faster than the file
     Case("macho-export-trie-chain", 2, "macos",
          _helper(lambda data: macho_export_trie(data, chain_trie(TRIE_NODES))),
