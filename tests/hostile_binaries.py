@@ -671,6 +671,18 @@ def pe_ordinal_import(data: bytes, dll: bytes, renamed: bytes) -> bytes:
         at += 20
 
 
+def pe_thunks_at_descriptors(data: bytes) -> bytes:
+    """The first import descriptor's thunk arrays (OriginalFirstThunk, FirstThunk)
+    pointed back at the descriptor array itself: Windows would take the descriptors for
+    thunks, and write addresses over them."""
+    pe = Pe(data)
+    rva, _ = pe.directory(IMAGE_DIRECTORY_IMPORT)
+    at = pe.offset(rva)
+    struct.pack_into("<I", pe.data, at, rva)  # OriginalFirstThunk
+    struct.pack_into("<I", pe.data, at + 16, rva)  # FirstThunk
+    return bytes(pe.data)
+
+
 def pe_stub(data: bytes, size: int = 1024) -> bytes:
     """A DLL cut after its headers: what its section table describes is not there."""
     return data[:size]
@@ -1052,6 +1064,9 @@ CASES: tuple[Case, ...] = (
     Case("pe-ordinal-thunk-above-16-bits", 4, "windows",
          _win("python.exe", lambda k: pe_ordinal_import(k.bins["python.exe"], b"python314.dll", b"evil.dll")),
          ("python.exe",), "an import of evil.dll whose ordinal thunk has bit 16 set (pefile drops it)"),
+    Case("pe-import-thunks-at-descriptors", 4, "windows",
+         _win("python.exe", lambda k: pe_thunks_at_descriptors(k.bins["python.exe"])),
+         ("python.exe",), "python.exe's import thunk arrays pointing back at its import descriptors"),
     Case("macho-fat-21-slices", 4, "macos", _mac("bin/helper", _fat_many),
          ("bin/helper",), "a fat file of 21 slices, one loading /usr/local/lib/libevil.dylib"),
     Case("macho-rpath-leaves-tree", 4, "macos",

@@ -389,6 +389,64 @@ def test_import_descriptors_are_read_to_their_end_whatever_size_the_directory_sa
     assert read(short).imports == read(data).imports and len(read(short).imports) > 1
 
 
+def _imports_image(lookup: int, first: int, name_at: int = 0x1060, pe32: bool = False) -> bytes:
+    """One import descriptor at RVA 0x1000 (then its terminator), its lookup and address
+    tables at `lookup` and `first` (RVAs; 0x1030 and 0x1040 apart, each one import by
+    name then a zero), the hint and name at `name_at` and the DLL's name at 0x1070."""
+    thunk = "<I" if pe32 else "<Q"
+    payload = bytearray(0x100)
+    struct.pack_into("<5I", payload, 0, lookup, 0, 0, 0x1070, first)
+    for table in (0x30, 0x40):
+        struct.pack_into(thunk, payload, table, name_at)
+    payload[0x60:0x6C] = b"\0\0Py_Main\0\0"
+    payload[0x70:0x7A] = b"python.dll"
+    return synthetic(bytes(payload), {IMPORT: (0x1000, 40)}, pe32=pe32)
+
+
+@pytest.mark.parametrize("pe32", [False, True])
+@pytest.mark.parametrize(
+    ("lookup", "first", "name_at", "refused"),
+    [
+        (0x1030, 0x1040, 0x1060, None),  # as a linker lays them out
+        (0x1000, 0x1040, 0x1060, "import descriptor 0's import lookup table (RVA 0x1000-0x10"),
+        (0x1030, 0x1000, 0x1060, "import descriptor 0's import address table (RVA 0x1000-0x10"),
+        (0x1000, 0x1000, 0x1060, "import descriptor 0's import lookup table (RVA 0x1000-0x10"),
+        (0x1010, 0x1040, 0x1060, "import descriptor 0's import lookup table (RVA 0x1010-0x10"),
+        (0x1030, 0x1030, 0x1060, "import descriptor 0's import address table (RVA 0x1030-0x10"),
+        (0x1030, 0x1040, 0x1010, "import descriptor 0's import 0 (RVA 0x1010-0x1013) lies in the import"),
+        (0x1030, 0x1040, 0x1040, "import descriptor 0's import 0 (RVA 0x1040-0x1043) lies in import"),
+    ],
+)  # fmt: skip
+def test_import_structures_pointing_into_each_other_are_refused(
+    pe32: bool, lookup: int, first: int, name_at: int, refused: str | None
+):
+    """Thunk arrays pointing back at the descriptors (the loader would take them for
+    thunks and write addresses over them), at each other, or a hint and name inside
+    a table: refused, naming both, as no linker lays them out so."""
+    data = _imports_image(lookup, first, name_at, pe32)
+    if refused is None:
+        assert read(data).imports == ("python.dll",)
+        return
+    with pytest.raises(UnreadablePe) as error:
+        read_pe(data, "python.exe")
+    message = str(error.value)
+    assert message.startswith("python.exe: not a readable PE image (") and "\n" not in message
+    assert refused in message, message
+
+
+def test_the_thunks_of_a_real_image_pointing_back_at_its_descriptors_are_refused(images: Images):
+    """main.exe with its first descriptor's lookup and address tables both at the
+    descriptor array (issue 56: validate passed such a python.exe, Wine then failed)."""
+    layout = Layout(images["main.exe"])
+    rva = layout.directory(IMPORT)[0]
+    descriptor = layout.offset(rva)
+    hostile = patch(images["main.exe"], (descriptor, u32(rva)), (descriptor + 16, u32(rva)))
+    with pytest.raises(
+        UnreadablePe, match=r"import descriptor 0's import lookup table .* overlaps the import"
+    ):
+        read_pe(hostile, "main.exe")
+
+
 def _with_delay_load(data: bytes, dll: bytes) -> bytes:
     """`data` with a delay-load directory in its headers' spare bytes: one descriptor
     naming `dll`, then the empty one."""
