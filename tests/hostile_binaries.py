@@ -193,9 +193,10 @@ def build_binaries(folder: Path) -> Binaries:
         macos, "-O2", "-s", source("evilmain.c", EVIL_PROGRAM), out("libevil.dylib"), "-o", out("helper-evil")
     )
     run(macos, "-O2", "-c", source("config-mac.c", "int config_marker;\n"), "-o", out("config-mac.o"))
+    run(macos, "-O2", "-c", source("names-mac.c", NAMES_OBJECT), "-o", out("names-mac.o"))
     names = (
         "python314.dll", "python.exe", "pythonw.exe", "python3.dll", "names.o", "config.o",
-        "python3.14", "helper", "helper-evil", "config-mac.o",
+        "python3.14", "helper", "helper-evil", "config-mac.o", "names-mac.o",
     )  # fmt: skip
     return Binaries({name: (folder / name).read_bytes() for name in names})
 
@@ -688,8 +689,9 @@ def pe_stub(data: bytes, size: int = 1024) -> bytes:
     return data[:size]
 
 
-def coff_names_not_utf8(data: bytes) -> bytes:
-    """Every copy of the marker (the string table's, and the CodeView record's) rewritten."""
+def names_not_utf8(data: bytes) -> bytes:
+    """Every copy of the marker (a COFF object's string table's and CodeView record's,
+    a Mach-O object's string table's) rewritten."""
     assert MARKER in data
     return data.replace(MARKER, NOT_UTF8)
 
@@ -987,8 +989,20 @@ def _interpreter(change: Callable[[bytes], bytes]) -> Make:
 def _embed_names(kit: Kit) -> Tree:
     objects = ["build/core/main.o", "build/core/names.o", "build/core/config.o"]
     tree = kit.full("windows", {"build_info.core.objs": objects})
-    names = coff_names_not_utf8(kit.bins["names.o"])
+    names = names_not_utf8(kit.bins["names.o"])
     return replace(tree, beside={**tree.beside, "build/core/names.o": names})
+
+
+def _core_object_not_utf8(platform: str) -> Make:
+    """A full archive whose first core object (build/core/main.o, as PYTHON.json's
+    build_info.core.objs lists it) is the marker's object, the marker not UTF-8."""
+
+    def make(kit: Kit) -> Tree:
+        tree = kit.full(platform)
+        names = names_not_utf8(kit.bins["names.o" if platform == "windows" else "names-mac.o"])
+        return replace(tree, beside={**tree.beside, "build/core/main.o": names})
+
+    return make
 
 
 CODEVIEW_BOMB = b"RSDS" + bytes(20) + b"A" * BOMB_STRING  # a PDB 7.0 record naming a 1 MiB path
@@ -1076,6 +1090,12 @@ CASES: tuple[Case, ...] = (
          _interpreter(lambda data: macho_add_command(
              data, LC_DYLD_ENVIRONMENT, "DYLD_INSERT_LIBRARIES=@executable_path/../../evil.dylib")),
          (PY,), "an LC_DYLD_ENVIRONMENT inserting a library (signed again)"),
+    Case("core-object-name-not-utf8-windows", 4, "windows", _core_object_not_utf8("windows"),
+         ("build/core/main.o",), "the first core object (COFF) names a symbol in bytes that are not UTF-8",
+         full=True, tree=False),
+    Case("core-object-name-not-utf8-macos", 4, "macos", _core_object_not_utf8("macos"),
+         ("build/core/main.o",), "the first core object (Mach-O) names a symbol in bytes that are not UTF-8",
+         full=True, tree=False),
     Case("python-json-backslash-path", 4, "windows",
          _full_with_exe("windows", BACKSLASHED, copy_of="python.exe"),
          ("PYTHON.json", "python_exe"), f"python_exe {BACKSLASHED} (one name on Linux, ..\\.. on Windows)",

@@ -18,10 +18,18 @@ from pathlib import Path
 import pytest
 
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.macho import FatMacho, UnreadableMacho, is_macho, macho_facts, macho_files
+from pyfreight.formats.macho import (
+    FatMacho,
+    UnreadableMacho,
+    is_macho,
+    macho_facts,
+    macho_files,
+    symbol_names,
+)
 from pyfreight.formats.untrusted import UntrustedFile
 from pyfreight.targets import all_targets
 from pyfreight.verify.macho_rules import check_macho_tree, macho_target
+from pyfreight.verify.objects import object_problems
 
 ARM = all_targets()["aarch64-apple-darwin"]
 ARM64, X86_64 = 0x0100000C, 0x01000007
@@ -386,3 +394,47 @@ def test_a_superblob_indexing_one_big_blob_many_times_copies_it_at_most_once(tmp
         tracemalloc.stop()
     assert facts is not None and facts.signature is not None and facts.signature.identifier == "python3.14"
     assert peak < 3 * len(data)
+
+
+def bsd_ar(members: dict[str, bytes]) -> bytes:
+    """A static library in BSD ar's layout (Apple's, llvm-ar's for Darwin): each
+    member's name (#1/LEN) in the first LEN bytes of its data, after a symbol index."""
+    out = b"!<arch>\n"
+    for name, data in {"__.SYMDEF SORTED": bytes(8), **members}.items():
+        raw = name.encode().ljust(-(-len(name) // 8) * 8, b"\0")
+        body = raw + data
+        out += f"{'#1/' + str(len(raw)):<16}{0:<12}{0:<6}{0:<6}{644:<8}{len(body):<10}`\n".encode() + body
+        out += b"\n" * (len(body) % 2)
+    return out
+
+
+def test_a_macho_objects_symbol_name_that_is_not_utf8_is_named(tmp_path: Path):
+    """Every entry of the symbol table (not only the external ones), in an object of
+    the build and in a static library's member (a BSD long name), named by both."""
+    strings = b"\0_Py_Initialize\0_Py_Marker_\xff\xfe\xc0\0_\xc3\xa9t\xc3\xa9\0"
+    data = _symbol_file([1, 16, 31], strings)
+    assert symbol_names(data, "m.o") == [
+        (0, b"_Py_Initialize"),
+        (1, b"_Py_Marker_\xff\xfe\xc0"),
+        (2, "_été".encode()),
+    ]
+    build = tmp_path / "build"
+    write(build / "core/main.o", data)
+    write(
+        build / "lib/libpython3.14.a",
+        bsd_ar({"a_long_member_name.o": _symbol_file([1], b"\0_ok\0"), "m.o": data}),
+    )
+    write(build / "core/ok.o", _symbol_file([1], strings[:16]))
+    message = "symbol 1's name (_Py_Marker_\\xff\\xfe\\xc0) is not UTF-8, as packers read the names"
+    assert object_problems(build, "python/build") == [
+        ("python/build/core/main.o", message),
+        ("python/build/lib/libpython3.14.a(m.o)", message),
+    ]
+
+
+def test_a_static_library_whose_headers_do_not_fit_is_one_line(tmp_path: Path):
+    library = bsd_ar({"m.o": _symbol_file([1], b"\0_ok\0")})
+    write(tmp_path / "build/lib/libx.a", library[:-40])
+    assert object_problems(tmp_path / "build", "python/build") == [
+        ("python/build/lib/libx.a", "member at byte 92 declares 85 bytes, past its end")
+    ]

@@ -22,12 +22,14 @@ import pytest
 
 from pyfreight.embed.zig import pinned_zig
 from pyfreight.errors import PyfreightError
+from pyfreight.formats import coff
 from pyfreight.formats.coff_resource import manifest_object
 from pyfreight.formats.manifest import PROGRAM_MANIFEST
 from pyfreight.formats.pe import PeFacts, UnreadablePe, pe_facts, read_pe
 from pyfreight.paths import default_workspace
 from pyfreight.targets import all_targets
 from pyfreight.verify.check_windows import windows_tree_target
+from pyfreight.verify.objects import object_problems
 from pyfreight.verify.pe_rules import check_pe_tree
 
 WINDOWS = next(t for t in all_targets().values() if t.pe_machine == "AMD64")
@@ -802,3 +804,108 @@ def test_pe_facts_reads_through_the_untrusted_reader(images: Images, tmp_path: P
     assert facts is not None and facts.path == "mylib.dll"
     with pytest.raises(PyfreightError, match=r"^link.dll: a symlink where a file is expected"):
         pe_facts(tmp_path / "link.dll", tmp_path)
+
+
+# COFF objects: the names of their symbols -----------------------------------------------
+
+
+def coff_object(names: list[bytes], machine: int = 0x8664) -> bytes:
+    """A COFF object of no sections whose symbols are named `names` (a name of more
+    than 8 bytes in the string table, as linkers write it), by winnt.h's layout."""
+    records, strings = b"", b""
+    for name in names:
+        if len(name) <= 8:
+            field = name.ljust(8, b"\0")
+        else:
+            field = b"\0\0\0\0" + struct.pack("<I", 4 + len(strings))
+            strings += name + b"\0"
+        records += struct.pack("<8sIhHBB", field, 0, 0, 0, 2, 0)  # external, undefined
+    header = struct.pack("<HHIIIHH", machine, 0, 0, 20, len(names), 0, 0)
+    return header + records + struct.pack("<I", 4 + len(strings)) + strings
+
+
+def gnu_ar(members: dict[str, bytes]) -> bytes:
+    """A static library (GNU's and a Windows .lib's ar layout) of `members`."""
+    out = b"!<arch>\n"
+    for name, data in members.items():
+        out += f"{name + '/':<16}{0:<12}{0:<6}{0:<6}{644:<8}{len(data):<10}`\n".encode() + data
+        out += b"\n" * (len(data) % 2)
+    return out
+
+
+def test_a_coff_objects_symbol_names_are_read_short_and_long():
+    data = coff_object([b"main", b"Py_Initialize", b"_PyRuntime_Long_Name"])
+    assert list(coff.symbol_names(data)) == [
+        (0, b"main"),
+        (1, b"Py_Initialize"),
+        (2, b"_PyRuntime_Long_Name"),
+    ]
+    assert coff.is_coff_object(data) and not coff.is_coff_object(b"BC\xc0\xde" + bytes(60))
+
+
+def _object_tree(root: Path, files: dict[str, bytes]) -> Path:
+    return tree(root / "build", files)
+
+
+@pytest.mark.parametrize(
+    ("names", "problem"),
+    [
+        ([b"main", b"Py_Marker_\xff\xfe"], "symbol 1's name (Py_Marker_\\xff\\xfe) is not UTF-8"),
+        ([b"\xc0\xaf", b"main"], "symbol 0's name (\\xc0\\xaf) is not UTF-8"),  # a short name
+        ([b"Py_Initialize", "Py_Ünïcode_wörks".encode()], None),
+    ],
+)
+def test_a_coff_object_whose_symbol_name_is_not_utf8_is_named(
+    tmp_path: Path, names: list[bytes], problem: str | None
+):
+    """As an object of the build (build/core/main.o), and as a member of a static
+    library (a .lib), named by the library and the member."""
+    bad = coff_object(names)
+    build = _object_tree(tmp_path, {"core/main.o": bad, "lib/python.lib": gnu_ar({"x.obj": bad})})
+    found = object_problems(build, "python/build")
+    if problem is None:
+        assert found == []
+        return
+    assert [member for member, _ in found] == [
+        "python/build/core/main.o",
+        "python/build/lib/python.lib(x.obj)",
+    ]
+    for _, message in found:
+        assert message == f"{problem}, as packers read the names"
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (
+            coff_object([b"Py_" + b"x" * 5000]),
+            "symbol 0's name (at 4) is unterminated or longer than 4096 bytes",
+        ),
+        (coff_object([b"Py_Initialize"])[:-3], "its string table (18 bytes at byte 38) does not fit it"),
+        (
+            coff_object([b"Py_Initialize"])[:30],
+            "its 1 symbols at byte 20 and their string table run past its end",
+        ),
+    ],
+)
+def test_a_coff_object_that_does_not_fit_is_one_line(tmp_path: Path, data: bytes, problem: str):
+    found = object_problems(_object_tree(tmp_path, {"core/main.o": data}), "python/build")
+    assert len(found) == 1 and found[0][0] == "python/build/core/main.o"
+    assert found[0][1].startswith(f"not a readable object ({problem}"), found
+
+
+def test_coff_names_all_pointing_at_one_long_name_are_refused_quickly(tmp_path: Path):
+    """Forty thousand symbols naming one name of 4000 bytes: 160 MB of names from an
+    object of 700 KB, unless the names read are bounded by its size."""
+    one = coff_object([b"Py_" + b"x" * 3997])
+    symbols = one[20:38]
+    data = one[:12] + struct.pack("<I", 40_000) + one[16:20] + symbols * 40_000 + one[38:]
+    started = time.monotonic()
+    found = object_problems(_object_tree(tmp_path, {"core/main.o": data}), "python/build")
+    assert time.monotonic() - started < 2
+    assert found == [
+        (
+            "python/build/core/main.o",
+            "not a readable object (its symbols' names add up to more than 2 times its size)",
+        )
+    ]

@@ -356,14 +356,14 @@ class _Names:
     """Decodes the strings of a file, within NAME_BUDGET bytes for the whole file, each
     charged before it is copied."""
 
-    def __init__(self) -> None:
-        self.left = NAME_BUDGET
+    def __init__(self, budget: int = NAME_BUDGET) -> None:
+        self.budget = self.left = budget
 
     def charge(self, size: int) -> None:
         """Counts `size` bytes read or copied to build names against the budget."""
         self.left -= size
         if self.left < 0:
-            raise _Malformed(f"its names add up to more than {NAME_BUDGET >> 20} MiB")
+            raise _Malformed(f"its names add up to more than {self.budget / (1 << 20):g} MiB")
 
     def take(self, raw: bytes) -> str:
         """A symbol's name (`raw`, of at most MAX_NAME_BYTES, already charged)."""
@@ -390,6 +390,33 @@ class _Names:
         """The NUL-terminated string at `start` of `block` (a load command, a blob),
         bounded and charged (end_of) before it is copied."""
         return _text(block[start : self.end_of(block, start, what, within)])
+
+
+def symbol_names(data: bytes, name: str) -> list[tuple[int, bytes]]:
+    """(index, name) of every entry of the symbol table of `data`, a thin Mach-O file
+    (an object's, a static library member's), as the file holds them: each looked for
+    within the string table and no further than MAX_NAME_BYTES, and all of them
+    together bounded by twice the file's size (a real object's names take less than
+    it). Anything else raises UnreadableMacho, naming `name`."""
+    try:
+        if _kind(data[:HEAD_BYTES]) != "thin":
+            raise _Malformed("not a thin 64-bit little-endian Mach-O file, as ours are")
+        _, _, _, _, ncmds, sizeofcmds, _, _ = _unpack(_HEADER, data, 0, "the header")
+        names = _Names(2 * len(data) + (1 << 16))
+        for cmd, command, what in _load_commands(data, ncmds, sizeofcmds):
+            if cmd == LC_SYMTAB:
+                symoff, nsyms, stroff, strsize = _fields(_FOUR, command, what)
+                table = _span(data, symoff, nsyms * _NLIST_64.size, "the symbol table")
+                strings = _span(data, stroff, strsize, "the string table")
+                found = []
+                for index in range(nsyms):
+                    (strx,) = _ONE.unpack_from(table, index * _NLIST_64.size)
+                    end = names.end_of(strings, strx, f"symbol {index}'s name", "the string table")
+                    found.append((index, strings[strx:end]))
+                return found
+        return []
+    except _Malformed as exc:
+        raise UnreadableMacho(f"{name}: not a readable Mach-O file ({exc})") from None
 
 
 def _read(data: bytes, name: str) -> MachoFacts:
