@@ -449,17 +449,52 @@ def test_the_thunks_of_a_real_image_pointing_back_at_its_descriptors_are_refused
         read_pe(hostile, "main.exe")
 
 
-def _with_delay_load(data: bytes, dll: bytes) -> bytes:
+def _with_delay_load(data: bytes, dll: bytes, tables: tuple[int, int] | None = None) -> bytes:
     """`data` with a delay-load directory in its headers' spare bytes: one descriptor
-    naming `dll`, then the empty one."""
+    naming `dll`, then the empty one, then its name, then its address and name tables
+    (each empty: its terminating zero) unless `tables` puts them elsewhere (offsets
+    from the directory)."""
     layout = Layout(data)
     at = layout.header_slack()
-    descriptor = struct.pack("<8I", 1, at + 64, 0x2000, 0x2008, 0x2010, 0, 0, 0)  # 1: RVAs
+    address_table, name_table = tables or (96, 104)
+    descriptor = struct.pack(
+        "<8I", 1, at + 64, 0x2000, at + address_table, at + name_table, 0, 0, 0
+    )  # 1: RVAs
     return patch(
         data,
-        (at, descriptor + bytes(32) + dll + b"\0"),
+        (at, descriptor + bytes(32) + dll.ljust(32, b"\0") + bytes(16)),
         (layout.directory_entry(DELAY_IMPORT), struct.pack("<II", at, 64)),
     )
+
+
+@pytest.mark.parametrize(
+    ("tables", "refused"),
+    [
+        (
+            (0, 104),
+            "delay-load descriptor 0's address table (RVA {0:#x}-",  # to its first zero word
+        ),
+        (
+            (96, 32),
+            "delay-load descriptor 0's name table (RVA {32:#x}-{40:#x}) overlaps the delay-load descriptors",
+        ),
+        (
+            (96, 96),
+            "delay-load descriptor 0's name table (RVA {96:#x}-{104:#x}) overlaps delay-load descriptor 0's",
+        ),
+    ],
+)
+def test_delay_load_tables_pointing_back_at_the_descriptors_are_refused(
+    images: Images, tables: tuple[int, int], refused: str
+):
+    data = _with_delay_load(images["main.exe"], b"mylib.dll", tables)
+    at = Layout(images["main.exe"]).header_slack()
+    expected = refused
+    for offset in (0, 32, 40, 96, 104):
+        expected = expected.replace(f"{{{offset}:#x}}", f"{at + offset:#x}")
+    with pytest.raises(UnreadablePe) as error:
+        read_pe(data, "main.exe")
+    assert expected in str(error.value), str(error.value)
 
 
 def test_delay_loaded_dlls_are_read_and_judged(images: Images, tmp_path: Path):

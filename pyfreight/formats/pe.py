@@ -280,6 +280,8 @@ class _Image:
         self.sections = _sections(data, self.file_header, self.optional)
         self.section_starts = [section.rva for section in self.sections]
         self.names_left = NAME_BUDGET
+        # Where the import and delay-load structures lie, all of them apart.
+        self.import_layout = _ImportLayout()
 
     def facts(self, name: str) -> PeFacts:
         header = self.file_header
@@ -404,31 +406,45 @@ class _Image:
             name, size = self.string_and_size(name_rva, MAX_DLL_NAME, f"import descriptor {index}'s DLL name")
             names.append(name)
             sizes.append(size)
-        layout = _ImportLayout(found[0], found[0] + (len(descriptors) + 1) * _IMPORT_DESCRIPTOR.size)
-        arrays: list[tuple[int, tuple[int, ...]]] = []  # each descriptor's thunks naming its imports
+        layout = self.import_layout
+        end = found[0] + (len(descriptors) + 1) * _IMPORT_DESCRIPTOR.size
+        layout.claim_table(found[0], end, "the import descriptors")
+        arrays: list[tuple[str, tuple[int, ...]]] = []  # each descriptor's thunks naming its imports
         for index, (lookup, _, _, _, first) in descriptors:
             if first == 0:
                 raise _Malformed(f"import descriptor {index} has no import address table")
             read = []
             for what, rva in (("import lookup table", lookup), ("import address table", first)):
                 if rva:
-                    thunks = self._thunks(rva, f"import descriptor {index}'s {what}")
-                    layout.claim_table(rva, rva + (len(thunks) + 1) * self.optional.thunk_size, index, what)
-                    read.append(thunks)
+                    read.append(self._table(rva, f"import descriptor {index}'s {what}"))
             # The loader reads the names from the lookup table, or from the address table
             # of a descriptor without one (the address table of a bound image holds addresses).
-            arrays.append((index, read[0]))
+            arrays.append((f"import descriptor {index}", read[0]))
         for (index, fields), size in zip(descriptors, sizes, strict=True):
             layout.check_name(fields[3], fields[3] + size, f"import descriptor {index}'s DLL name")
-        ordinal_flag = 1 << (8 * self.optional.thunk_size - 1)
-        for index, thunks in arrays:
-            for number, thunk in enumerate(thunks):
-                if not thunk & ordinal_flag:  # by name: an IMAGE_IMPORT_BY_NAME's RVA (hint, name)
-                    what = f"import descriptor {index}'s import {number}"
-                    layout.check_name(thunk, thunk + _WORD.size + 1, what)  # before it is read as one
-                    size = self.string_and_size(thunk + _WORD.size, MAX_EXPORT_NAME, f"{what}'s name")[1]
-                    layout.check_name(thunk, thunk + _WORD.size + size, what)
+        for owner, thunks in arrays:
+            self._imported_names(owner, thunks, 0)
         return tuple(names)
+
+    def _table(self, rva: int, what: str) -> tuple[int, ...]:
+        """The thunks of the array at `rva` (_thunks), its bytes claimed in the import
+        layout: apart from every table claimed before."""
+        thunks = self._thunks(rva, what)
+        self.import_layout.claim_table(rva, rva + (len(thunks) + 1) * self.optional.thunk_size, what)
+        return thunks
+
+    def _imported_names(self, owner: str, thunks: tuple[int, ...], base: int) -> None:
+        """The names the by-name thunks of `owner`'s name table point to (a hint, then a
+        NUL-terminated name; `base` subtracted from a VA), each read within the names
+        budget and lying outside every table of the import layout."""
+        ordinal_flag = 1 << (8 * self.optional.thunk_size - 1)
+        for number, thunk in enumerate(thunks):
+            if thunk & ordinal_flag:
+                continue
+            at, what = thunk - base, f"{owner}'s import {number}"
+            self.import_layout.check_name(at, at + _WORD.size + 1, what)  # before it is read as one
+            size = self.string_and_size(at + _WORD.size, MAX_EXPORT_NAME, f"{what}'s name")[1]
+            self.import_layout.check_name(at, at + _WORD.size + size, what)
 
     def _thunks(self, rva: int, what: str) -> tuple[int, ...]:
         """The thunks of the array at `rva`, up to its terminating zero (not included):
@@ -448,17 +464,33 @@ class _Image:
         raise _Malformed(f"{what} (RVA {rva:#x}) runs past the end of its section's data with no empty entry")
 
     def _delay_imports(self) -> tuple[str, ...]:
+        """Every delay-load descriptor's DLL name; its name and address tables lie
+        apart from the descriptors and every other table (the import layout, shared
+        with the import directory's), as its imported names do."""
         found = self.directory(DELAY_IMPORT)
         if found is None:
             return ()
+        descriptors = list(self.entries(found[0], _DELAY_DESCRIPTOR, "the delay-load descriptors"))
+        end = found[0] + (len(descriptors) + 1) * _DELAY_DESCRIPTOR.size
+        self.import_layout.claim_table(found[0], end, "the delay-load descriptors")
         names = []
-        for index, fields in self.entries(found[0], _DELAY_DESCRIPTOR, "the delay-load descriptors"):
-            attributes, name_rva = fields[0], fields[1]
-            if not attributes & DELAY_RVA_BASED:  # the old form holds a VA
-                name_rva -= self.optional.image_base
+        for index, fields in descriptors:
+            attributes, name_rva, _, address_table, name_table = fields[:5]
+            # The old form holds VAs, which the loader takes less the image's base.
+            base = 0 if attributes & DELAY_RVA_BASED else self.optional.image_base
+            name_rva -= base
             if name_rva <= 0:
                 raise _Malformed(f"delay-load descriptor {index} names no DLL")
-            names.append(self.string(name_rva, MAX_DLL_NAME, f"delay-load descriptor {index}'s DLL name"))
+            what = f"delay-load descriptor {index}'s DLL name"
+            name, size = self.string_and_size(name_rva, MAX_DLL_NAME, what)
+            names.append(name)
+            owner = f"delay-load descriptor {index}"
+            # The address table holds the stubs' addresses until a call binds them: only its extent is read.
+            if address_table:
+                self._table(address_table - base, f"{owner}'s address table")
+            thunks = self._table(name_table - base, f"{owner}'s name table") if name_table else ()
+            self.import_layout.check_name(name_rva, name_rva + size, what)
+            self._imported_names(owner, thunks, base)
         return tuple(names)
 
     def _bound_imports(self) -> tuple[str, ...]:
@@ -584,15 +616,16 @@ class _Image:
 
 class _ImportLayout:
     """Where the import structures read so far lie (RVA ranges, end excluded): the
-    descriptor array and every thunk array (the tables), kept sorted and apart. A
+    import and delay-load descriptor arrays and every thunk array (the tables), kept
+    sorted and apart. A
     linker writes each table apart from the others, and each name (a DLL's, or an
     imported function's hint and name) outside every table; anything else is refused,
     naming both. Checked as each is claimed, so the arrays scanned before a refusal
     add up to the file's size at most."""
 
-    def __init__(self, start: int, end: int) -> None:
-        self.starts = [start]
-        self.tables = [(start, end, "the import descriptors")]
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.tables: list[tuple[int, int, str]] = []
 
     def _overlapping(self, start: int, end: int) -> str | None:
         at = bisect.bisect_right(self.starts, start) - 1
@@ -601,16 +634,13 @@ class _ImportLayout:
                 return f"{other} (RVA {other_start:#x}-{other_end:#x})"
         return None
 
-    def claim_table(self, start: int, end: int, index: int, what: str) -> None:
+    def claim_table(self, start: int, end: int, what: str) -> None:
         other = self._overlapping(start, end)
         if other is not None:
-            raise _Malformed(
-                f"import descriptor {index}'s {what} (RVA {start:#x}-{end:#x}) overlaps {other}, "
-                "which a linker lays apart"
-            )
+            raise _Malformed(f"{what} (RVA {start:#x}-{end:#x}) overlaps {other}, which a linker lays apart")
         at = bisect.bisect_right(self.starts, start)
         self.starts.insert(at, start)
-        self.tables.insert(at, (start, end, f"import descriptor {index}'s {what}"))
+        self.tables.insert(at, (start, end, what))
 
     def check_name(self, start: int, end: int, what: str) -> None:
         other = self._overlapping(start, end)
