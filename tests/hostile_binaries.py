@@ -1208,6 +1208,27 @@ class Outcome:
         return "\n".join(line if len(line) < 300 else line[:300] + "…" for line in head)
 
 
+# The command is started by this small launcher, which reports the command's own peak
+# resident memory: Linux carries a process's high-water mark over fork and exec, so a
+# command forked from the test process would be charged the test process's (which holds
+# the corpus, 80 MiB cases and their archives among it), while one forked from the
+# launcher starts from the launcher's few MB. Its exit status is the command's.
+LAUNCHER = """
+import os, signal, sys
+report, argv = sys.argv[1], sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    os.execv(argv[0], argv)
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as handle:
+    handle.write(str(usage.ru_maxrss))
+if os.WIFSIGNALED(status):
+    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def _limit_address_space() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_BYTES, ADDRESS_SPACE_BYTES))
 
@@ -1317,10 +1338,12 @@ def run_command(
     process group at `timeout`."""
     before = _snapshot(ws.root / "outside")
     out_path, err_path = ws.root / "stdout.txt", ws.root / "stderr.txt"
+    rss_path = ws.root / "max-rss.txt"
+    rss_path.unlink(missing_ok=True)
     with out_path.open("wb") as out, err_path.open("wb") as err:
         started = time.monotonic()
         proc = subprocess.Popen(
-            [str(PYFREIGHT), *args],
+            [sys.executable, "-c", LAUNCHER, str(rss_path), str(PYFREIGHT), *args],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
@@ -1355,7 +1378,8 @@ def run_command(
         command=args[0],
         returncode=None if killed.is_set() else proc.returncode,
         seconds=seconds,
-        max_rss_mb=usage.ru_maxrss / 1024,
+        # the launcher's own when it was killed before it could say the command's
+        max_rss_mb=int(rss_path.read_text() if rss_path.exists() else usage.ru_maxrss) / 1024,
         stdout=out_path.read_text(errors="backslashreplace"),
         stderr=err_path.read_text(errors="backslashreplace"),
         docker_calls=calls.read_text().splitlines() if calls.exists() else [],
