@@ -79,6 +79,12 @@ DLL_STUBS = 3000  # the campaign had 20,000; 3,000 keeps make test quick
 FORWARDERS = 0x2000  # exports of the forwarder bomb, each naming a 1 MiB string
 DEBUG_ENTRIES = 4096  # entries of the debug-directory bomb, each a 1 MiB CodeView record
 BOMB_STRING = 1 << 20
+# Issue 56's strings: a symbol name of 60 MiB and a CodeDirectory identifier of 80 MiB,
+# of bytes that are escaped when printed (decoded whole, each took 3.7 GB). The
+# identifier's first 2 MiB are incompressible, for its archive to expand to less than
+# 50 times its size.
+LONG_SYMBOL_NAME = b"_" + b"\x01" * ((60 << 20) - 1)
+LONG_IDENTIFIER_BYTES = 80 << 20
 SPARSE_BYTES = 6 << 30
 
 # The C of the tiny binaries: the C API names verify/exports.py asks of the interpreter.
@@ -187,9 +193,10 @@ def build_binaries(folder: Path) -> Binaries:
         macos, "-O2", "-s", source("evilmain.c", EVIL_PROGRAM), out("libevil.dylib"), "-o", out("helper-evil")
     )
     run(macos, "-O2", "-c", source("config-mac.c", "int config_marker;\n"), "-o", out("config-mac.o"))
+    run(macos, "-O2", "-c", source("names-mac.c", NAMES_OBJECT), "-o", out("names-mac.o"))
     names = (
         "python314.dll", "python.exe", "pythonw.exe", "python3.dll", "names.o", "config.o",
-        "python3.14", "helper", "helper-evil", "config-mac.o",
+        "python3.14", "helper", "helper-evil", "config-mac.o", "names-mac.o",
     )  # fmt: skip
     return Binaries({name: (folder / name).read_bytes() for name in names})
 
@@ -665,13 +672,26 @@ def pe_ordinal_import(data: bytes, dll: bytes, renamed: bytes) -> bytes:
         at += 20
 
 
+def pe_thunks_at_descriptors(data: bytes) -> bytes:
+    """The first import descriptor's thunk arrays (OriginalFirstThunk, FirstThunk)
+    pointed back at the descriptor array itself: Windows would take the descriptors for
+    thunks, and write addresses over them."""
+    pe = Pe(data)
+    rva, _ = pe.directory(IMAGE_DIRECTORY_IMPORT)
+    at = pe.offset(rva)
+    struct.pack_into("<I", pe.data, at, rva)  # OriginalFirstThunk
+    struct.pack_into("<I", pe.data, at + 16, rva)  # FirstThunk
+    return bytes(pe.data)
+
+
 def pe_stub(data: bytes, size: int = 1024) -> bytes:
     """A DLL cut after its headers: what its section table describes is not there."""
     return data[:size]
 
 
-def coff_names_not_utf8(data: bytes) -> bytes:
-    """Every copy of the marker (the string table's, and the CodeView record's) rewritten."""
+def names_not_utf8(data: bytes) -> bytes:
+    """Every copy of the marker (a COFF object's string table's and CodeView record's,
+    a Mach-O object's string table's) rewritten."""
     assert MARKER in data
     return data.replace(MARKER, NOT_UTF8)
 
@@ -765,21 +785,87 @@ def chain_trie(nodes: int) -> bytes:
     return b"".join(b"\x00\x01a\x00" + uleb4(8 * (i + 1)) for i in range(nodes)) + b"\x02\x00\x00\x00"
 
 
-def macho_export_trie(data: bytes, trie: bytes) -> bytes:
-    """The export trie replaced by `trie`, appended to the file within __LINKEDIT."""
-    out = bytearray(data)
-    start = len(out)
-    out += trie + bytes(-len(trie) % 16)
-    for at, cmd, _ in list(macho_commands(out)):
+def _linkedit_to_end(out: bytearray) -> None:
+    """__LINKEDIT grown to the end of the file (after something was appended to it)."""
+    for at, cmd, _ in macho_commands(out):
         if cmd == LC_SEGMENT_64 and out[at + 8 : at + 24].rstrip(b"\0") == b"__LINKEDIT":
             fileoff = struct.unpack_from("<Q", out, at + 40)[0]
             struct.pack_into("<Q", out, at + 32, _align(len(out) - fileoff, 0x4000))  # vmsize
             struct.pack_into("<Q", out, at + 48, len(out) - fileoff)  # filesize
-        elif cmd == LC_DYLD_INFO_ONLY:
+
+
+def _append(out: bytearray, payload: bytes) -> int:
+    """`payload` appended to the file within __LINKEDIT; returns where it starts."""
+    start = len(out)
+    out += payload + bytes(-len(payload) % 16)
+    _linkedit_to_end(out)
+    return start
+
+
+def macho_export_trie(data: bytes, trie: bytes) -> bytes:
+    """The export trie replaced by `trie`, appended to the file within __LINKEDIT."""
+    out = bytearray(data)
+    start = _append(out, trie)
+    for at, cmd, _ in list(macho_commands(out)):
+        if cmd == LC_DYLD_INFO_ONLY:
             struct.pack_into("<II", out, at + 40, start, len(trie))
         elif cmd == LC_DYLD_EXPORTS_TRIE:
             struct.pack_into("<II", out, at + 8, start, len(trie))
     return bytes(resign(out))
+
+
+def macho_long_symbol_name(data: bytes, name: bytes) -> bytes:
+    """The first external symbol renamed `name`: a new string table (the old one, then
+    `name`) appended within __LINKEDIT (after the signature, which covers the bytes
+    before it), the signature made again."""
+    out = bytearray(data)
+    command = _command(out, LC_SYMTAB)
+    symoff, nsyms, stroff, strsize = struct.unpack_from("<IIII", out, command + 8)
+    table = bytes(out[stroff : stroff + strsize]) + name + b"\0"
+    start = _append(out, table)
+    struct.pack_into("<II", out, command + 16, start, len(table))
+    external = next(i for i in range(nsyms) if out[symoff + 16 * i + 4] & 0x01)  # N_EXT
+    struct.pack_into("<I", out, symoff + 16 * external, strsize)
+    return bytes(resign(out))
+
+
+def macho_long_identifier(data: bytes, identifier: bytes) -> bytes:
+    """The CodeDirectory's identifier made `identifier`, put after its hashes: the
+    signature (the file's last bytes) laid out again, one blob a slot, then signed again."""
+    out = bytearray(data)
+    command = _command(out, LC_CODE_SIGNATURE)
+    dataoff, datasize = struct.unpack_from("<II", out, command + 8)
+    assert dataoff + datasize == len(out), "the signature is not the file's end"
+    count = struct.unpack_from(">I", out, dataoff + 8)[0]
+    index = [struct.unpack_from(">II", out, dataoff + 12 + 8 * i) for i in range(count)]
+    blobs = []
+    for slot, at in index:
+        size = struct.unpack_from(">I", out, dataoff + at + 4)[0]
+        blob = bytearray(out[dataoff + at : dataoff + at + size])
+        if slot == 0:
+            struct.pack_into(">I", blob, 20, len(blob))  # identOffset
+            blob += identifier + b"\0"
+            struct.pack_into(">I", blob, 4, len(blob))
+        blobs.append((slot, bytes(blob)))
+    at = 12 + 8 * count
+    table, body = b"", b""
+    for slot, blob in blobs:
+        table += struct.pack(">II", slot, at + len(body))
+        body += blob
+    superblob = struct.pack(">III", 0xFADE0CC0, at + len(body), count) + table + body
+    del out[dataoff:]
+    out += superblob
+    struct.pack_into("<I", out, command + 12, len(superblob))
+    _linkedit_to_end(out)
+    return bytes(resign(out))
+
+
+def incompressible(size: int, seed: int = 56) -> bytes:
+    """`size` bytes of no NUL that no compressor shrinks: an archive must be a 50th of
+    what it unpacks to (above 64 MiB), or it is refused as a bomb before any reader."""
+    import random
+
+    return random.Random(seed).randbytes(size).replace(b"\0", b"\x01")
 
 
 def fat(slices: list[bytes], archs: list[tuple[int, int, int, int]]) -> bytes:
@@ -903,8 +989,20 @@ def _interpreter(change: Callable[[bytes], bytes]) -> Make:
 def _embed_names(kit: Kit) -> Tree:
     objects = ["build/core/main.o", "build/core/names.o", "build/core/config.o"]
     tree = kit.full("windows", {"build_info.core.objs": objects})
-    names = coff_names_not_utf8(kit.bins["names.o"])
+    names = names_not_utf8(kit.bins["names.o"])
     return replace(tree, beside={**tree.beside, "build/core/names.o": names})
+
+
+def _core_object_not_utf8(platform: str) -> Make:
+    """A full archive whose first core object (build/core/main.o, as PYTHON.json's
+    build_info.core.objs lists it) is the marker's object, the marker not UTF-8."""
+
+    def make(kit: Kit) -> Tree:
+        tree = kit.full(platform)
+        names = names_not_utf8(kit.bins["names.o" if platform == "windows" else "names-mac.o"])
+        return replace(tree, beside={**tree.beside, "build/core/main.o": names})
+
+    return make
 
 
 CODEVIEW_BOMB = b"RSDS" + bytes(20) + b"A" * BOMB_STRING  # a PDB 7.0 record naming a 1 MiB path
@@ -949,6 +1047,13 @@ CASES: tuple[Case, ...] = (
     Case("macho-code-directory-identifier", 1, "macos",
          _helper(lambda data: macho_identifier_offset(data, 0xFFFFFF00)),
          ("bin/helper",), "the CodeDirectory's identifier at offset 0xFFFFFF00"),
+    Case("macho-symbol-name-60mib", 1, "macos",
+         _interpreter(lambda data: macho_long_symbol_name(data, LONG_SYMBOL_NAME)),
+         (PY,), "one external symbol name of 60 MiB (signed again)"),
+    Case("macho-identifier-80mib", 1, "macos",
+         _interpreter(lambda data: macho_long_identifier(
+             data, incompressible(2 << 20) + b"\x01" * (LONG_IDENTIFIER_BYTES - (2 << 20)))),
+         (PY,), "a CodeDirectory identifier of 80 MiB (signed again)"),
     # 2. work growing faster than the file
     Case("macho-export-trie-chain", 2, "macos",
          _helper(lambda data: macho_export_trie(data, chain_trie(TRIE_NODES))),
@@ -973,6 +1078,9 @@ CASES: tuple[Case, ...] = (
     Case("pe-ordinal-thunk-above-16-bits", 4, "windows",
          _win("python.exe", lambda k: pe_ordinal_import(k.bins["python.exe"], b"python314.dll", b"evil.dll")),
          ("python.exe",), "an import of evil.dll whose ordinal thunk has bit 16 set (pefile drops it)"),
+    Case("pe-import-thunks-at-descriptors", 4, "windows",
+         _win("python.exe", lambda k: pe_thunks_at_descriptors(k.bins["python.exe"])),
+         ("python.exe",), "python.exe's import thunk arrays pointing back at its import descriptors"),
     Case("macho-fat-21-slices", 4, "macos", _mac("bin/helper", _fat_many),
          ("bin/helper",), "a fat file of 21 slices, one loading /usr/local/lib/libevil.dylib"),
     Case("macho-rpath-leaves-tree", 4, "macos",
@@ -982,6 +1090,12 @@ CASES: tuple[Case, ...] = (
          _interpreter(lambda data: macho_add_command(
              data, LC_DYLD_ENVIRONMENT, "DYLD_INSERT_LIBRARIES=@executable_path/../../evil.dylib")),
          (PY,), "an LC_DYLD_ENVIRONMENT inserting a library (signed again)"),
+    Case("core-object-name-not-utf8-windows", 4, "windows", _core_object_not_utf8("windows"),
+         ("build/core/main.o",), "the first core object (COFF) names a symbol in bytes that are not UTF-8",
+         full=True, tree=False),
+    Case("core-object-name-not-utf8-macos", 4, "macos", _core_object_not_utf8("macos"),
+         ("build/core/main.o",), "the first core object (Mach-O) names a symbol in bytes that are not UTF-8",
+         full=True, tree=False),
     Case("python-json-backslash-path", 4, "windows",
          _full_with_exe("windows", BACKSLASHED, copy_of="python.exe"),
          ("PYTHON.json", "python_exe"), f"python_exe {BACKSLASHED} (one name on Linux, ..\\.. on Windows)",
@@ -1094,6 +1208,27 @@ class Outcome:
         return "\n".join(line if len(line) < 300 else line[:300] + "…" for line in head)
 
 
+# The command is started by this small launcher, which reports the command's own peak
+# resident memory: Linux carries a process's high-water mark over fork and exec, so a
+# command forked from the test process would be charged the test process's (which holds
+# the corpus, 80 MiB cases and their archives among it), while one forked from the
+# launcher starts from the launcher's few MB. Its exit status is the command's.
+LAUNCHER = """
+import os, signal, sys
+report, argv = sys.argv[1], sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    os.execv(argv[0], argv)
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as handle:
+    handle.write(str(usage.ru_maxrss))
+if os.WIFSIGNALED(status):
+    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def _limit_address_space() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_BYTES, ADDRESS_SPACE_BYTES))
 
@@ -1203,10 +1338,12 @@ def run_command(
     process group at `timeout`."""
     before = _snapshot(ws.root / "outside")
     out_path, err_path = ws.root / "stdout.txt", ws.root / "stderr.txt"
+    rss_path = ws.root / "max-rss.txt"
+    rss_path.unlink(missing_ok=True)
     with out_path.open("wb") as out, err_path.open("wb") as err:
         started = time.monotonic()
         proc = subprocess.Popen(
-            [str(PYFREIGHT), *args],
+            [sys.executable, "-c", LAUNCHER, str(rss_path), str(PYFREIGHT), *args],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
@@ -1241,7 +1378,8 @@ def run_command(
         command=args[0],
         returncode=None if killed.is_set() else proc.returncode,
         seconds=seconds,
-        max_rss_mb=usage.ru_maxrss / 1024,
+        # the launcher's own when it was killed before it could say the command's
+        max_rss_mb=int(rss_path.read_text() if rss_path.exists() else usage.ru_maxrss) / 1024,
         stdout=out_path.read_text(errors="backslashreplace"),
         stderr=err_path.read_text(errors="backslashreplace"),
         docker_calls=calls.read_text().splitlines() if calls.exists() else [],

@@ -10,6 +10,7 @@ import os
 import signal
 import struct
 import time
+import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,10 +18,18 @@ from pathlib import Path
 import pytest
 
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.macho import FatMacho, UnreadableMacho, is_macho, macho_facts, macho_files
+from pyfreight.formats.macho import (
+    FatMacho,
+    UnreadableMacho,
+    is_macho,
+    macho_facts,
+    macho_files,
+    symbol_names,
+)
 from pyfreight.formats.untrusted import UntrustedFile
 from pyfreight.targets import all_targets
 from pyfreight.verify.macho_rules import check_macho_tree, macho_target
+from pyfreight.verify.objects import object_problems
 
 ARM = all_targets()["aarch64-apple-darwin"]
 ARM64, X86_64 = 0x0100000C, 0x01000007
@@ -150,14 +159,43 @@ def test_symbol_names_pointing_anywhere_are_refused_in_one_line(tmp_path: Path):
 
 
 def test_symbol_names_all_pointing_at_one_long_name_are_refused_quickly(tmp_path: Path):
-    """Ten thousand symbols naming one name of a MiB: each is read anew, ten GiB in all
-    unless the names read are bounded in total."""
-    strings = b"\0_" + b"x" * (1 << 20) + b"\0"
-    path = write(tmp_path / "many.dylib", _symbol_file([1] * 10_000, strings))
+    """Twenty thousand symbols naming one name of 4000 bytes (as long as a name may
+    be): each is read anew, 80 MB in all unless the names read are bounded in total."""
+    strings = b"\0_" + b"x" * 4000 + b"\0"
+    path = write(tmp_path / "many.dylib", _symbol_file([1] * 20_000, strings))
     started = time.monotonic()
     with at_most(20), pytest.raises(UnreadableMacho, match=r"^many.dylib: .*names add up to more than"):
         macho_facts(path, tmp_path)
     assert time.monotonic() - started < 2
+
+
+@pytest.mark.parametrize(("size", "byte"), [(4097, b"x"), (16 << 20, b"\x01")])
+def test_a_symbol_name_longer_than_any_linker_writes_is_refused_before_it_is_copied(
+    tmp_path: Path, size: int, byte: bytes
+):
+    """One external name longer than MAX_NAME_BYTES (one of 60 MiB of escapes took 3.7
+    GB to decode and print): refused by its length, at once, with nothing of it copied
+    nor decoded; one a byte shorter is read."""
+    name = b"_" + byte * (size - 1)
+    fits = _symbol_file([1], b"\0" + name[:4096] + b"\0")
+    facts = macho_facts(write(tmp_path / "ok.dylib", fits), tmp_path)
+    assert facts is not None and len(facts.exported) == 1  # 4095 bytes, without the underscore
+    long = _symbol_file([1], b"\0" + name + b"\0")
+    path = write(tmp_path / "long.dylib", long)
+    started = time.monotonic()
+    tracemalloc.start()
+    try:
+        with at_most(20), pytest.raises(UnreadableMacho) as refused:
+            macho_facts(path, tmp_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(refused.value) == (
+        "long.dylib: not a readable Mach-O file (symbol 0's name (at 1) is unterminated or longer "
+        "than 4096 bytes, the longest a linker writes)"
+    )
+    assert time.monotonic() - started < 2
+    assert peak < 2 * len(long) + (1 << 20)  # the file and its string table read, no more
 
 
 def test_a_second_symbol_table_is_refused(tmp_path: Path):
@@ -276,3 +314,127 @@ def test_a_tree_deeper_than_any_of_ours_is_one_line(tmp_path: Path):
     write(deep / "x.dylib", thin([]))
     facts, lines = check_macho_tree(tmp_path, ARM)
     assert facts == [] and len(lines) == 1 and "more than 64 folders deep" in lines[0]
+
+
+LC_RPATH, LC_CODE_SIGNATURE = 0x8000001C, 0x1D
+
+
+def test_a_load_command_string_longer_than_any_path_is_refused(tmp_path: Path):
+    """An rpath (as a dylib's name, the dynamic linker, a DYLD_* variable) is at most
+    MAX_NAME_BYTES, looked for no further: dyld opens no path longer than 1024 bytes."""
+    for length, refused in ((4096, False), (4097, True)):
+        text = b"@loader_path/" + b"x" * (length - 13) + b"\0"
+        size = 12 + len(text) + (-(12 + len(text)) % 8)
+        command = struct.pack("<III", LC_RPATH, size, 12) + text.ljust(size - 12, b"\0")
+        path = write(tmp_path / "r.dylib", thin([command]))
+        if not refused:
+            facts = macho_facts(path, tmp_path)
+            assert facts is not None and len(facts.rpaths[0]) == length
+            continue
+        with pytest.raises(UnreadableMacho) as error:
+            macho_facts(path, tmp_path)
+        assert str(error.value) == (
+            "r.dylib: not a readable Mach-O file (load command 0's rpath (at 12) is unterminated or "
+            "longer than 4096 bytes, the longest a linker writes)"
+        )
+
+
+def _signed(identifier: bytes, extra_slots: int = 0, filler: int = 0) -> bytes:
+    """A thin file whose code signature is a SuperBlob holding one CodeDirectory (no
+    page hashes) with `identifier`; with `extra_slots`, as many more index entries of
+    slots of their own, all naming one blob of `filler` bytes."""
+    commands = [struct.pack("<IIII", LC_CODE_SIGNATURE, 16, 0, 0)]
+    dataoff = payload_at(commands)
+    directory = struct.pack(">9I4BI", 0xFADE0C02, 0, 0x20400, 0x20002, 0, 44, 0, 0, dataoff, 32, 2, 0, 12, 0)
+    directory += identifier + b"\0"
+    directory = directory[:4] + struct.pack(">I", len(directory)) + directory[8:]
+    count = 1 + extra_slots
+    first = 12 + 8 * count
+    index = struct.pack(">II", 0, first)
+    big_at = first + len(directory)
+    index += b"".join(struct.pack(">II", 0x1000 + i, big_at) for i in range(extra_slots))
+    big = struct.pack(">II", 0xFADE0C01, filler).ljust(filler, b"\0") if extra_slots else b""
+    body = index + directory + big
+    superblob = struct.pack(">III", 0xFADE0CC0, 12 + len(body), count) + body
+    commands = [struct.pack("<IIII", LC_CODE_SIGNATURE, 16, dataoff, len(superblob))]
+    return thin(commands, superblob)
+
+
+def test_a_code_directory_identifier_longer_than_any_linker_writes_is_a_problem_not_a_copy(tmp_path: Path):
+    """An identifier of 16 MiB (one of 80 MiB took 3.7 GB): a problem of the signature,
+    found with nothing of it copied or decoded."""
+    fits = macho_facts(write(tmp_path / "ok.dylib", _signed(b"python3.14")), tmp_path)
+    assert fits is not None and fits.signature is not None and fits.signature.identifier == "python3.14"
+    data = _signed(b"\x01" * (16 << 20))
+    path = write(tmp_path / "long.dylib", data)
+    tracemalloc.start()
+    try:
+        with at_most(20):
+            facts = macho_facts(path, tmp_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert facts is not None and facts.signature is not None and facts.signature.identifier == ""
+    assert "its CodeDirectory's identifier is longer than 4096 bytes, the longest a linker writes" in (
+        facts.signature.problems
+    )
+    assert peak < 3 * len(data)  # the file, and its CodeDirectory once
+
+
+def test_a_superblob_indexing_one_big_blob_many_times_copies_it_at_most_once(tmp_path: Path):
+    """Two thousand slots naming one blob of 512 KiB: a copy each would be 1 GiB."""
+    data = _signed(b"python3.14", extra_slots=2000, filler=512 << 10)
+    path = write(tmp_path / "slots.dylib", data)
+    tracemalloc.start()
+    try:
+        with at_most(20):
+            facts = macho_facts(path, tmp_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert facts is not None and facts.signature is not None and facts.signature.identifier == "python3.14"
+    assert peak < 3 * len(data)
+
+
+def bsd_ar(members: dict[str, bytes]) -> bytes:
+    """A static library in BSD ar's layout (Apple's, llvm-ar's for Darwin): each
+    member's name (#1/LEN) in the first LEN bytes of its data, after a symbol index."""
+    out = b"!<arch>\n"
+    for name, data in {"__.SYMDEF SORTED": bytes(8), **members}.items():
+        raw = name.encode().ljust(-(-len(name) // 8) * 8, b"\0")
+        body = raw + data
+        out += f"{'#1/' + str(len(raw)):<16}{0:<12}{0:<6}{0:<6}{644:<8}{len(body):<10}`\n".encode() + body
+        out += b"\n" * (len(body) % 2)
+    return out
+
+
+def test_a_macho_objects_symbol_name_that_is_not_utf8_is_named(tmp_path: Path):
+    """Every entry of the symbol table (not only the external ones), in an object of
+    the build and in a static library's member (a BSD long name), named by both."""
+    strings = b"\0_Py_Initialize\0_Py_Marker_\xff\xfe\xc0\0_\xc3\xa9t\xc3\xa9\0"
+    data = _symbol_file([1, 16, 31], strings)
+    assert symbol_names(data, "m.o") == [
+        (0, b"_Py_Initialize"),
+        (1, b"_Py_Marker_\xff\xfe\xc0"),
+        (2, "_été".encode()),
+    ]
+    build = tmp_path / "build"
+    write(build / "core/main.o", data)
+    write(
+        build / "lib/libpython3.14.a",
+        bsd_ar({"a_long_member_name.o": _symbol_file([1], b"\0_ok\0"), "m.o": data}),
+    )
+    write(build / "core/ok.o", _symbol_file([1], strings[:16]))
+    message = "symbol 1's name (_Py_Marker_\\xff\\xfe\\xc0) is not UTF-8, as packers read the names"
+    assert object_problems(build, "python/build") == [
+        ("python/build/core/main.o", message),
+        ("python/build/lib/libpython3.14.a(m.o)", message),
+    ]
+
+
+def test_a_static_library_whose_headers_do_not_fit_is_one_line(tmp_path: Path):
+    library = bsd_ar({"m.o": _symbol_file([1], b"\0_ok\0")})
+    write(tmp_path / "build/lib/libx.a", library[:-40])
+    assert object_problems(tmp_path / "build", "python/build") == [
+        ("python/build/lib/libx.a", "member at byte 92 declares 85 bytes, past its end")
+    ]

@@ -22,12 +22,14 @@ import pytest
 
 from pyfreight.embed.zig import pinned_zig
 from pyfreight.errors import PyfreightError
+from pyfreight.formats import coff
 from pyfreight.formats.coff_resource import manifest_object
 from pyfreight.formats.manifest import PROGRAM_MANIFEST
 from pyfreight.formats.pe import PeFacts, UnreadablePe, pe_facts, read_pe
 from pyfreight.paths import default_workspace
 from pyfreight.targets import all_targets
 from pyfreight.verify.check_windows import windows_tree_target
+from pyfreight.verify.objects import object_problems
 from pyfreight.verify.pe_rules import check_pe_tree
 
 WINDOWS = next(t for t in all_targets().values() if t.pe_machine == "AMD64")
@@ -389,17 +391,110 @@ def test_import_descriptors_are_read_to_their_end_whatever_size_the_directory_sa
     assert read(short).imports == read(data).imports and len(read(short).imports) > 1
 
 
-def _with_delay_load(data: bytes, dll: bytes) -> bytes:
+def _imports_image(lookup: int, first: int, name_at: int = 0x1060, pe32: bool = False) -> bytes:
+    """One import descriptor at RVA 0x1000 (then its terminator), its lookup and address
+    tables at `lookup` and `first` (RVAs; 0x1030 and 0x1040 apart, each one import by
+    name then a zero), the hint and name at `name_at` and the DLL's name at 0x1070."""
+    thunk = "<I" if pe32 else "<Q"
+    payload = bytearray(0x100)
+    struct.pack_into("<5I", payload, 0, lookup, 0, 0, 0x1070, first)
+    for table in (0x30, 0x40):
+        struct.pack_into(thunk, payload, table, name_at)
+    payload[0x60:0x6C] = b"\0\0Py_Main\0\0"
+    payload[0x70:0x7A] = b"python.dll"
+    return synthetic(bytes(payload), {IMPORT: (0x1000, 40)}, pe32=pe32)
+
+
+@pytest.mark.parametrize("pe32", [False, True])
+@pytest.mark.parametrize(
+    ("lookup", "first", "name_at", "refused"),
+    [
+        (0x1030, 0x1040, 0x1060, None),  # as a linker lays them out
+        (0x1000, 0x1040, 0x1060, "import descriptor 0's import lookup table (RVA 0x1000-0x10"),
+        (0x1030, 0x1000, 0x1060, "import descriptor 0's import address table (RVA 0x1000-0x10"),
+        (0x1000, 0x1000, 0x1060, "import descriptor 0's import lookup table (RVA 0x1000-0x10"),
+        (0x1010, 0x1040, 0x1060, "import descriptor 0's import lookup table (RVA 0x1010-0x10"),
+        (0x1030, 0x1030, 0x1060, "import descriptor 0's import address table (RVA 0x1030-0x10"),
+        (0x1030, 0x1040, 0x1010, "import descriptor 0's import 0 (RVA 0x1010-0x1013) lies in the import"),
+        (0x1030, 0x1040, 0x1040, "import descriptor 0's import 0 (RVA 0x1040-0x1043) lies in import"),
+    ],
+)  # fmt: skip
+def test_import_structures_pointing_into_each_other_are_refused(
+    pe32: bool, lookup: int, first: int, name_at: int, refused: str | None
+):
+    """Thunk arrays pointing back at the descriptors (the loader would take them for
+    thunks and write addresses over them), at each other, or a hint and name inside
+    a table: refused, naming both, as no linker lays them out so."""
+    data = _imports_image(lookup, first, name_at, pe32)
+    if refused is None:
+        assert read(data).imports == ("python.dll",)
+        return
+    with pytest.raises(UnreadablePe) as error:
+        read_pe(data, "python.exe")
+    message = str(error.value)
+    assert message.startswith("python.exe: not a readable PE image (") and "\n" not in message
+    assert refused in message, message
+
+
+def test_the_thunks_of_a_real_image_pointing_back_at_its_descriptors_are_refused(images: Images):
+    """main.exe with its first descriptor's lookup and address tables both at the
+    descriptor array (issue 56: validate passed such a python.exe, Wine then failed)."""
+    layout = Layout(images["main.exe"])
+    rva = layout.directory(IMPORT)[0]
+    descriptor = layout.offset(rva)
+    hostile = patch(images["main.exe"], (descriptor, u32(rva)), (descriptor + 16, u32(rva)))
+    with pytest.raises(
+        UnreadablePe, match=r"import descriptor 0's import lookup table .* overlaps the import"
+    ):
+        read_pe(hostile, "main.exe")
+
+
+def _with_delay_load(data: bytes, dll: bytes, tables: tuple[int, int] | None = None) -> bytes:
     """`data` with a delay-load directory in its headers' spare bytes: one descriptor
-    naming `dll`, then the empty one."""
+    naming `dll`, then the empty one, then its name, then its address and name tables
+    (each empty: its terminating zero) unless `tables` puts them elsewhere (offsets
+    from the directory)."""
     layout = Layout(data)
     at = layout.header_slack()
-    descriptor = struct.pack("<8I", 1, at + 64, 0x2000, 0x2008, 0x2010, 0, 0, 0)  # 1: RVAs
+    address_table, name_table = tables or (96, 104)
+    descriptor = struct.pack(
+        "<8I", 1, at + 64, 0x2000, at + address_table, at + name_table, 0, 0, 0
+    )  # 1: RVAs
     return patch(
         data,
-        (at, descriptor + bytes(32) + dll + b"\0"),
+        (at, descriptor + bytes(32) + dll.ljust(32, b"\0") + bytes(16)),
         (layout.directory_entry(DELAY_IMPORT), struct.pack("<II", at, 64)),
     )
+
+
+@pytest.mark.parametrize(
+    ("tables", "refused"),
+    [
+        (
+            (0, 104),
+            "delay-load descriptor 0's address table (RVA {0:#x}-",  # to its first zero word
+        ),
+        (
+            (96, 32),
+            "delay-load descriptor 0's name table (RVA {32:#x}-{40:#x}) overlaps the delay-load descriptors",
+        ),
+        (
+            (96, 96),
+            "delay-load descriptor 0's name table (RVA {96:#x}-{104:#x}) overlaps delay-load descriptor 0's",
+        ),
+    ],
+)
+def test_delay_load_tables_pointing_back_at_the_descriptors_are_refused(
+    images: Images, tables: tuple[int, int], refused: str
+):
+    data = _with_delay_load(images["main.exe"], b"mylib.dll", tables)
+    at = Layout(images["main.exe"]).header_slack()
+    expected = refused
+    for offset in (0, 32, 40, 96, 104):
+        expected = expected.replace(f"{{{offset}:#x}}", f"{at + offset:#x}")
+    with pytest.raises(UnreadablePe) as error:
+        read_pe(data, "main.exe")
+    assert expected in str(error.value), str(error.value)
 
 
 def test_delay_loaded_dlls_are_read_and_judged(images: Images, tmp_path: Path):
@@ -744,3 +839,108 @@ def test_pe_facts_reads_through_the_untrusted_reader(images: Images, tmp_path: P
     assert facts is not None and facts.path == "mylib.dll"
     with pytest.raises(PyfreightError, match=r"^link.dll: a symlink where a file is expected"):
         pe_facts(tmp_path / "link.dll", tmp_path)
+
+
+# COFF objects: the names of their symbols -----------------------------------------------
+
+
+def coff_object(names: list[bytes], machine: int = 0x8664) -> bytes:
+    """A COFF object of no sections whose symbols are named `names` (a name of more
+    than 8 bytes in the string table, as linkers write it), by winnt.h's layout."""
+    records, strings = b"", b""
+    for name in names:
+        if len(name) <= 8:
+            field = name.ljust(8, b"\0")
+        else:
+            field = b"\0\0\0\0" + struct.pack("<I", 4 + len(strings))
+            strings += name + b"\0"
+        records += struct.pack("<8sIhHBB", field, 0, 0, 0, 2, 0)  # external, undefined
+    header = struct.pack("<HHIIIHH", machine, 0, 0, 20, len(names), 0, 0)
+    return header + records + struct.pack("<I", 4 + len(strings)) + strings
+
+
+def gnu_ar(members: dict[str, bytes]) -> bytes:
+    """A static library (GNU's and a Windows .lib's ar layout) of `members`."""
+    out = b"!<arch>\n"
+    for name, data in members.items():
+        out += f"{name + '/':<16}{0:<12}{0:<6}{0:<6}{644:<8}{len(data):<10}`\n".encode() + data
+        out += b"\n" * (len(data) % 2)
+    return out
+
+
+def test_a_coff_objects_symbol_names_are_read_short_and_long():
+    data = coff_object([b"main", b"Py_Initialize", b"_PyRuntime_Long_Name"])
+    assert list(coff.symbol_names(data)) == [
+        (0, b"main"),
+        (1, b"Py_Initialize"),
+        (2, b"_PyRuntime_Long_Name"),
+    ]
+    assert coff.is_coff_object(data) and not coff.is_coff_object(b"BC\xc0\xde" + bytes(60))
+
+
+def _object_tree(root: Path, files: dict[str, bytes]) -> Path:
+    return tree(root / "build", files)
+
+
+@pytest.mark.parametrize(
+    ("names", "problem"),
+    [
+        ([b"main", b"Py_Marker_\xff\xfe"], "symbol 1's name (Py_Marker_\\xff\\xfe) is not UTF-8"),
+        ([b"\xc0\xaf", b"main"], "symbol 0's name (\\xc0\\xaf) is not UTF-8"),  # a short name
+        ([b"Py_Initialize", "Py_Ünïcode_wörks".encode()], None),
+    ],
+)
+def test_a_coff_object_whose_symbol_name_is_not_utf8_is_named(
+    tmp_path: Path, names: list[bytes], problem: str | None
+):
+    """As an object of the build (build/core/main.o), and as a member of a static
+    library (a .lib), named by the library and the member."""
+    bad = coff_object(names)
+    build = _object_tree(tmp_path, {"core/main.o": bad, "lib/python.lib": gnu_ar({"x.obj": bad})})
+    found = object_problems(build, "python/build")
+    if problem is None:
+        assert found == []
+        return
+    assert [member for member, _ in found] == [
+        "python/build/core/main.o",
+        "python/build/lib/python.lib(x.obj)",
+    ]
+    for _, message in found:
+        assert message == f"{problem}, as packers read the names"
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (
+            coff_object([b"Py_" + b"x" * 5000]),
+            "symbol 0's name (at 4) is unterminated or longer than 4096 bytes",
+        ),
+        (coff_object([b"Py_Initialize"])[:-3], "its string table (18 bytes at byte 38) does not fit it"),
+        (
+            coff_object([b"Py_Initialize"])[:30],
+            "its 1 symbols at byte 20 and their string table run past its end",
+        ),
+    ],
+)
+def test_a_coff_object_that_does_not_fit_is_one_line(tmp_path: Path, data: bytes, problem: str):
+    found = object_problems(_object_tree(tmp_path, {"core/main.o": data}), "python/build")
+    assert len(found) == 1 and found[0][0] == "python/build/core/main.o"
+    assert found[0][1].startswith(f"not a readable object ({problem}"), found
+
+
+def test_coff_names_all_pointing_at_one_long_name_are_refused_quickly(tmp_path: Path):
+    """Forty thousand symbols naming one name of 4000 bytes: 160 MB of names from an
+    object of 700 KB, unless the names read are bounded by its size."""
+    one = coff_object([b"Py_" + b"x" * 3997])
+    symbols = one[20:38]
+    data = one[:12] + struct.pack("<I", 40_000) + one[16:20] + symbols * 40_000 + one[38:]
+    started = time.monotonic()
+    found = object_problems(_object_tree(tmp_path, {"core/main.o": data}), "python/build")
+    assert time.monotonic() - started < 2
+    assert found == [
+        (
+            "python/build/core/main.o",
+            "not a readable object (its symbols' names add up to more than 2 times its size)",
+        )
+    ]

@@ -308,3 +308,32 @@ def test_a_file_larger_than_ours_is_named_and_not_read(tmp_path):
     assert [p.member for p in _build_path_problems(tmp_path, "python/install")] == [
         "python/install/lib/ok.txt"
     ]
+
+
+def test_an_objects_symbol_name_that_is_not_utf8_is_named_in_every_format(tmp_path):
+    """Packers read the full archive's symbol names as text: an ELF object (and a static
+    library's member) naming a symbol in bytes that are not UTF-8 is named, as COFF and
+    Mach-O ones are (tests/test_pe_reader.py, tests/test_macho_reader.py)."""
+    marker = b"Py_Marker_XXXXXXXX"
+    source = tmp_path / "m.c"
+    source.write_text(f"int {marker.decode()}(void) {{ return 7; }}\n")
+    subprocess.run(["cc", "-c", str(source), "-o", str(tmp_path / "m.o")], check=True)
+    data = (tmp_path / "m.o").read_bytes()
+    assert marker in data
+    bad = data.replace(marker, b"Py_Marker_\xff\xfe\xc0\xaf\x80\x81\x82\x83")
+    (tmp_path / "m.o").write_bytes(bad)
+    subprocess.run(["ar", "rcD", str(tmp_path / "libm1.a"), str(tmp_path / "m.o")], check=True)
+    archive = _archive(
+        tmp_path / "x-full.tar.gz",
+        {
+            "python/PYTHON.json": "{}",
+            "python/build/Objects/m.o": bad,
+            "python/build/Objects/good.o": data,
+            "python/build/lib/libm1.a": (tmp_path / "libm1.a").read_bytes(),
+        },
+    )
+    problems = [p for p in validate(archive) if "UTF-8" in p.message]
+    assert [p.member for p in problems] == ["python/build/Objects/m.o", "python/build/lib/libm1.a(m.o)"]
+    assert problems[0].message.endswith(
+        "'s name (Py_Marker_\\xff\\xfe\\xc0\\xaf\\x80\\x81\\x82\\x83) is not UTF-8, as packers read the names"
+    )

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from pyfreight.errors import PyfreightError
+
 MAGIC = b"!<arch>\n"
 HEADER_SIZE = 60
 
@@ -29,10 +31,25 @@ def nondeterministic_members(path: Path) -> list[str]:
     return found
 
 
+class UnreadableAr(PyfreightError):
+    """A static library whose ar headers do not fit it (said in one line)."""
+
+
+# The members that index the others rather than hold code: the GNU and Windows symbol
+# tables ("/", "/SYM64/"; a .lib has two "/"), BSD's (__.SYMDEF and its variants).
+INDEX_MEMBERS = ("/", "/SYM64/", "__.SYMDEF", "__.SYMDEF SORTED", "__.SYMDEF_64", "__.SYMDEF_64 SORTED")
+
+
 def members(path: Path) -> Iterator[tuple[str, bytes]]:
-    """(name, bytes) of each member of a static library, GNU long names resolved;
-    the symbol index and the long-name table themselves are skipped."""
-    data = path.read_bytes()
+    """(name, bytes) of each member of the static library `path`: see members_of."""
+    yield from members_of(path.read_bytes(), path.name)
+
+
+def members_of(data: bytes, name: str) -> Iterator[tuple[str, bytes]]:
+    """(name, bytes) of each member of a static library's bytes (GNU, BSD or a Windows
+    .lib; `name` in messages), long names resolved (GNU's table, BSD's #1/LEN); the
+    symbol indexes and the long-name table themselves are skipped. Nothing for a file
+    that is no ar archive; UnreadableAr where a header does not fit the file."""
     if not data.startswith(MAGIC):
         return
     long_names = b""
@@ -40,16 +57,27 @@ def members(path: Path) -> Iterator[tuple[str, bytes]]:
     while offset + HEADER_SIZE <= len(data):
         header = data[offset : offset + HEADER_SIZE]
         raw = header[0:16].decode(errors="replace").rstrip()
-        size = int(header[48:58].strip() or b"0")
+        field = header[48:58].strip() or b"0"
+        if not field.isdigit() or offset + HEADER_SIZE + int(field) > len(data):
+            said = field.decode(errors="backslashreplace")
+            raise UnreadableAr(f"{name}: member at byte {offset} declares {said} bytes, past its end")
+        size = int(field)
         body = data[offset + HEADER_SIZE : offset + HEADER_SIZE + size]
         offset += HEADER_SIZE + size + (size % 2)
         if raw == "//":
             long_names = body
-        elif raw in ("/", "/SYM64/"):
+        elif raw in INDEX_MEMBERS:
             continue
         elif raw.startswith("/") and raw[1:].isdigit():
             start = int(raw[1:])
-            end = long_names.find(b"/\n", start)
-            yield long_names[start : end if end >= 0 else None].decode(errors="replace"), body
+            end = long_names.find(b"/\n", start, start + 4096)
+            yield long_names[start : end if end >= 0 else start + 4096].decode(errors="replace"), body
+        elif raw.startswith("#1/") and raw[3:].isdigit():
+            length = int(raw[3:])
+            if length > size:
+                raise UnreadableAr(f"{name}: member at byte {offset} has a name longer than itself")
+            member = body[:length].rstrip(b"\0").decode(errors="replace")
+            if member not in INDEX_MEMBERS:
+                yield member, body[length:]
         else:
             yield raw.removesuffix("/"), body

@@ -6,6 +6,7 @@ validate.py), not here."""
 from __future__ import annotations
 
 import io
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,3 +178,68 @@ def tree_target(executable: Path) -> Target:
         f"{executable}: an ELF {machine} executable with loader {loader or '(none)'}, "
         "which no target of targets/*.yaml describes"
     )
+
+
+class UnreadableElfObject(PyfreightError):
+    """An ELF object whose symbol table does not fit it (said in one line)."""
+
+
+# The longest symbol name read (as formats/macho.py and formats/coff.py): MSVC's cap on
+# decorated names, 4096 bytes, far past C's tens of bytes. A longer one is refused.
+MAX_NAME_BYTES = 4096
+# e_ident[EI_CLASS] -> (the section header's layout: sh_name, sh_type, sh_flags, sh_addr,
+# sh_offset, sh_size, sh_link, sh_info, sh_addralign, sh_entsize; a symbol's size).
+_CLASSES = {1: ("IIIIIIIIII", 16), 2: ("IIQQQQIIQQ", 24)}
+SHT_SYMTAB = 2
+
+
+def object_symbol_names(data: bytes) -> list[tuple[int, bytes]]:
+    """(index, name) of every symbol of the ELF file `data`'s .symtab (an object's, a
+    static library member's), as the file holds them, read by our own bounds checks
+    (pyelftools reads a name to its NUL however far, and decodes it as Latin-1): each
+    name within its string table and no longer than MAX_NAME_BYTES, all of them
+    together at most twice the file's size. A symbol table that does not fit raises
+    UnreadableElfObject."""
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] not in _CLASSES or data[5] not in (1, 2):
+        raise UnreadableElfObject("its ELF header is cut short or of no class and byte order")
+    order = "<" if data[5] == 1 else ">"
+    fields, symbol_size = _CLASSES[data[4]]
+    header = struct.Struct(order + fields)
+    if data[4] == 2:
+        shoff, shentsize, shnum = struct.unpack_from(order + "Q10xHH", data, 40)
+    else:
+        shoff, shentsize, shnum = struct.unpack_from(order + "I10xHH", data, 32)
+    if shnum == 0 and shoff and shoff + header.size <= len(data):
+        shnum = header.unpack_from(data, shoff)[5]  # extended numbering: section 0's sh_size
+    if shnum and (shentsize < header.size or shoff + shnum * shentsize > len(data)):
+        raise UnreadableElfObject(f"its {shnum} section headers at byte {shoff} run past its end")
+    sections = [header.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
+    budget = 2 * len(data) + (1 << 16)
+    for section in sections:
+        if section[1] != SHT_SYMTAB:
+            continue
+        offset, size, link = section[4], section[5], section[6]
+        if offset + size > len(data) or link >= shnum:
+            raise UnreadableElfObject(f"its symbol table (bytes {offset}-{offset + size}) does not fit it")
+        strings_at, strings_size = sections[link][4], sections[link][5]
+        strings_end = strings_at + strings_size
+        if strings_end > len(data):
+            raise UnreadableElfObject(f"its string table (bytes {strings_at}-{strings_end}) does not fit it")
+        found = []
+        for index in range(size // symbol_size):
+            (at,) = struct.unpack_from(order + "I", data, offset + index * symbol_size)
+            start = strings_at + at
+            if start >= strings_end:
+                raise UnreadableElfObject(f"symbol {index}'s name (at {at}) is outside the string table")
+            end = data.find(b"\0", start, min(strings_end, start + MAX_NAME_BYTES + 1))
+            if end < 0:
+                raise UnreadableElfObject(
+                    f"symbol {index}'s name (at {at}) is unterminated or longer than {MAX_NAME_BYTES} "
+                    "bytes, the longest a linker writes"
+                )
+            budget -= end - start
+            if budget < 0:
+                raise UnreadableElfObject("its symbols' names add up to more than twice its size")
+            found.append((index, data[start:end]))
+        return found  # an object has one symbol table
+    return []

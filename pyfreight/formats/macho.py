@@ -18,7 +18,9 @@ loop is bounded by a count checked against the file's size first, a structure a 
 has once (the symbol table, the export trie, the signature) is refused the second
 time, and the names read, with every byte copied to build them, are bounded in total
 (a string table whose names all overlap, or an export trie that is one long chain,
-would otherwise cost time quadratic in its size)."""
+would otherwise cost time quadratic in its size). Every string (symbol names, the load
+commands' paths, the signature's identifier) is looked for within the table, command
+or blob holding it and no further than MAX_NAME_BYTES, and charged before it is copied."""
 
 from __future__ import annotations
 
@@ -131,8 +133,16 @@ _CODE_DIRECTORY = struct.Struct(">9I4BI")  # up to spare2: every version has the
 # All the names of one file together (symbols, export trie) may take this many bytes,
 # with every byte copied to build them; libpython's are a few hundred KiB.
 NAME_BUDGET = 64 << 20
-# No name of the export trie is longer: C names are tens of bytes (C++'s mangled ones
-# hundreds). The cap keeps the prefix one edge of the trie copies short.
+# No string the reader takes from a file is longer: a symbol's name (of the symbol
+# table or the export trie), a path of a load command (dylib, rpath, dynamic linker,
+# DYLD_* variable) and the CodeDirectory's identifier. C names are tens of bytes (C++'s
+# mangled ones hundreds; MSVC, the one linker with a documented cap, truncates
+# decorated names at 4096); a path dyld opens is at most MAXPATHLEN, 1024 bytes, once
+# @loader_path and the like are expanded; the identifier is a file or bundle name. So
+# no string is looked for further than this, and none is copied before it is charged
+# (to NAME_BUDGET): a file of n bytes then costs at most n of names, however its
+# strings overlap or however long one of them claims to be (a 60 MiB name decoded with
+# its escapes took 3.7 GB). The cap also keeps the prefix one edge of the trie copies short.
 MAX_NAME_BYTES = 4096
 
 
@@ -226,6 +236,18 @@ def printable(raw: bytes) -> str:
     """Bytes from the file or the tree as one printable line: they go into our messages,
     and a hostile file's names may hold newlines or terminal escapes."""
     return _text(raw)
+
+
+def macho_cpu(path: Path, name: str) -> str | None:
+    """The CPU a Mach-O file is for, from its header alone (None when it is no Mach-O
+    file at all), `name` in messages: what tells an interpreter's target, before its
+    tree's rules read the whole file and name what is wrong with it by its place in
+    the tree. A fat or 32-bit file raises as macho_facts does."""
+    head = read_head(path, name, _HEADER.size)
+    if _kind(head) == "thin" and len(head) == _HEADER.size:
+        return _cpu_name(_HEADER.unpack(head)[1])
+    facts = macho_facts_of(read_binary(path, name), name)  # None, or raises saying what it is
+    return None if facts is None else facts.cpu
 
 
 def macho_facts(path: Path, root: Path) -> MachoFacts | None:
@@ -331,30 +353,70 @@ def _dylib_version(word: int) -> str:
 
 
 class _Names:
-    """Decodes names, within NAME_BUDGET bytes for the whole file."""
+    """Decodes the strings of a file, within NAME_BUDGET bytes for the whole file, each
+    charged before it is copied."""
 
-    def __init__(self) -> None:
-        self.left = NAME_BUDGET
+    def __init__(self, budget: int = NAME_BUDGET) -> None:
+        self.budget = self.left = budget
 
     def charge(self, size: int) -> None:
         """Counts `size` bytes read or copied to build names against the budget."""
         self.left -= size
         if self.left < 0:
-            raise _Malformed(f"its names add up to more than {NAME_BUDGET >> 20} MiB")
+            raise _Malformed(f"its names add up to more than {self.budget / (1 << 20):g} MiB")
 
     def take(self, raw: bytes) -> str:
-        self.charge(len(raw))
+        """A symbol's name (`raw`, of at most MAX_NAME_BYTES, already charged)."""
         name = _text(raw)
         # Every C symbol carries Mach-O's leading underscore: the names we judge lack it.
         return name[1:] if name.startswith("_") else name
 
+    def end_of(self, block: bytes, start: int, what: str, within: str) -> int:
+        """Where the NUL-terminated string at `start` of `block` ends, looked for no
+        further than MAX_NAME_BYTES (so never past `block`, the table or command that
+        holds it), its bytes charged: the caller may then copy block[start:end]."""
+        if start < 0 or start >= len(block):
+            raise _Malformed(f"{what} (at {start}) is outside {within}")
+        end = block.find(b"\0", start, start + MAX_NAME_BYTES + 1)
+        if end < 0:
+            raise _Malformed(
+                f"{what} (at {start}) is unterminated or longer than {MAX_NAME_BYTES} bytes, "
+                f"the longest a linker writes"
+            )
+        self.charge(end - start)
+        return end
 
-def _c_string(block: bytes, start: int, what: str) -> str:
-    """The NUL-terminated string at `start` of `block` (a load command, a blob)."""
-    end = block.find(b"\0", start)
-    if start < 0 or start >= len(block) or end < 0:
-        raise _Malformed(f"{what} is not a NUL-terminated string inside its command")
-    return _text(block[start:end])
+    def string(self, block: bytes, start: int, what: str, within: str) -> str:
+        """The NUL-terminated string at `start` of `block` (a load command, a blob),
+        bounded and charged (end_of) before it is copied."""
+        return _text(block[start : self.end_of(block, start, what, within)])
+
+
+def symbol_names(data: bytes, name: str) -> list[tuple[int, bytes]]:
+    """(index, name) of every entry of the symbol table of `data`, a thin Mach-O file
+    (an object's, a static library member's), as the file holds them: each looked for
+    within the string table and no further than MAX_NAME_BYTES, and all of them
+    together bounded by twice the file's size (a real object's names take less than
+    it). Anything else raises UnreadableMacho, naming `name`."""
+    try:
+        if _kind(data[:HEAD_BYTES]) != "thin":
+            raise _Malformed("not a thin 64-bit little-endian Mach-O file, as ours are")
+        _, _, _, _, ncmds, sizeofcmds, _, _ = _unpack(_HEADER, data, 0, "the header")
+        names = _Names(2 * len(data) + (1 << 16))
+        for cmd, command, what in _load_commands(data, ncmds, sizeofcmds):
+            if cmd == LC_SYMTAB:
+                symoff, nsyms, stroff, strsize = _fields(_FOUR, command, what)
+                table = _span(data, symoff, nsyms * _NLIST_64.size, "the symbol table")
+                strings = _span(data, stroff, strsize, "the string table")
+                found = []
+                for index in range(nsyms):
+                    (strx,) = _ONE.unpack_from(table, index * _NLIST_64.size)
+                    end = names.end_of(strings, strx, f"symbol {index}'s name", "the string table")
+                    found.append((index, strings[strx:end]))
+                return found
+        return []
+    except _Malformed as exc:
+        raise UnreadableMacho(f"{name}: not a readable Mach-O file ({exc})") from None
 
 
 def _read(data: bytes, name: str) -> MachoFacts:
@@ -377,7 +439,9 @@ def _read(data: bytes, name: str) -> MachoFacts:
         rpaths=tuple(found.rpaths),
         exported=frozenset(found.exported),
         undefined=frozenset(found.undefined),
-        signature=None if found.signature_range is None else _signature(data, *found.signature_range),
+        signature=(
+            None if found.signature_range is None else _signature(data, *found.signature_range, found.names)
+        ),
         dylinker=found.dylinker,
         environment=tuple(found.environment),
     )
@@ -435,7 +499,8 @@ class _Commands:
             self._dylib(cmd, command, what)
         elif cmd in (LC_RPATH, LC_LOAD_DYLINKER, LC_DYLD_ENVIRONMENT):
             # Each is one lc_str: the offset of a string inside the command.
-            text = _c_string(command, _fields(_ONE, command, what)[0], f"{what}'s {LC_STR_NAMES[cmd]}")
+            at = _fields(_ONE, command, what)[0]
+            text = self.names.string(command, at, f"{what}'s {LC_STR_NAMES[cmd]}", "its command")
             if cmd == LC_LOAD_DYLINKER:
                 self.dylinker = text
             else:
@@ -454,7 +519,7 @@ class _Commands:
 
     def _dylib(self, cmd: int, command: bytes, what: str) -> None:
         at, _, _, compatibility = _fields(_DYLIB, command, what)
-        dylib = _c_string(command, at, f"{what}'s dylib name")
+        dylib = self.names.string(command, at, f"{what}'s dylib name", "its command")
         if cmd == LC_ID_DYLIB:
             self.install_name = self.install_name or dylib
         else:
@@ -501,9 +566,7 @@ def _symbols(
             into = undefined
         else:
             continue
-        end = strings.find(b"\0", strx)
-        if strx >= strsize or end < 0:
-            raise _Malformed(f"symbol {index}'s name (at {strx}) is outside the string table")
+        end = names.end_of(strings, strx, f"symbol {index}'s name", "the string table")
         into.add(names.take(strings[strx:end]))
 
 
@@ -589,11 +652,11 @@ class _Directory:
         return hashlib.new(self.algorithm, content).digest()[: self.hash_size]
 
 
-def _signature(data: bytes, dataoff: int, datasize: int) -> CodeSignature:
+def _signature(data: bytes, dataoff: int, datasize: int, names: _Names) -> CodeSignature:
     """The code signature at `dataoff` (already inside the file), checked as macOS checks
     it before running the code: the CodeDirectory's hash of every page of the file up to
     the signature, and of the requirements and entitlements blobs it names."""
-    blobs = _superblob(data[dataoff : dataoff + datasize])
+    blobs = _superblob(data, dataoff, datasize)
     if isinstance(blobs, str):
         return CodeSignature(0, False, "", "", (blobs,))
     blob = blobs.get(CSSLOT_CODEDIRECTORY, b"")
@@ -602,10 +665,8 @@ def _signature(data: bytes, dataoff: int, datasize: int) -> CodeSignature:
     (_, _, _, flags, hash_offset, ident_offset, n_special, n_code, code_limit,
      hash_size, hash_type, _, page_shift, _) = _CODE_DIRECTORY.unpack_from(blob)  # fmt: skip
     adhoc = bool(flags & CS_ADHOC)
-    identifier = ""
-    if 0 < ident_offset < len(blob) and blob.find(b"\0", ident_offset) >= 0:
-        identifier = _c_string(blob, ident_offset, "the CodeDirectory's identifier")
-    problems = [] if identifier else ["its CodeDirectory has no identifier"]
+    identifier, problem = _identifier(blob, ident_offset, names)
+    problems = [] if problem is None else [problem]
     # A signature that is not ad hoc stands on a certificate: a CMS blob must carry it.
     if not adhoc and len(blobs.get(CSSLOT_CMS_SIGNATURE, b"")) <= _BE_TWO.size:
         problems.append("it is not ad hoc and carries no CMS signature")
@@ -623,20 +684,48 @@ def _signature(data: bytes, dataoff: int, datasize: int) -> CodeSignature:
     return CodeSignature(flags, adhoc, identifier, algorithm, tuple(problems))
 
 
-def _superblob(blob: bytes) -> dict[int, bytes] | str:
-    """The blobs of an embedded signature by slot, or what is wrong with it."""
-    if len(blob) < _BE_THREE.size or _BE_THREE.unpack_from(blob)[0] != CSMAGIC_EMBEDDED_SIGNATURE:
+def _identifier(blob: bytes, at: int, names: _Names) -> tuple[str, str | None]:
+    """The CodeDirectory's identifier, and what is wrong with it: a signature problem
+    (macOS refuses the signature, not the file), looked for no further than
+    MAX_NAME_BYTES and charged before it is copied, as every string of the file."""
+    if not 0 < at < len(blob):
+        return "", "its CodeDirectory has no identifier"
+    end = blob.find(b"\0", at, at + MAX_NAME_BYTES + 1)
+    if end < 0:
+        cut = at + MAX_NAME_BYTES + 1 > len(blob)  # no NUL before the blob's end
+        return "", (
+            "its CodeDirectory has no identifier (it runs to the blob's end)"
+            if cut
+            else f"its CodeDirectory's identifier is longer than {MAX_NAME_BYTES} bytes, the longest a "
+            "linker writes"
+        )
+    if end == at:
+        return "", "its CodeDirectory has no identifier"
+    names.charge(end - at)
+    return _text(blob[at:end]), None
+
+
+# The blobs the signature's checks read; the others are not copied (a SuperBlob of n
+# bytes may index n / 8 slots, each naming a blob of nearly n bytes).
+READ_SLOTS = frozenset({CSSLOT_CODEDIRECTORY, CSSLOT_CMS_SIGNATURE, *HASHED_SPECIAL_SLOTS})
+
+
+def _superblob(data: bytes, dataoff: int, datasize: int) -> dict[int, bytes] | str:
+    """The blobs the checks read of the embedded signature at `dataoff` (inside the
+    file), by slot, each copied once; or what is wrong with it."""
+    head = data[dataoff : dataoff + min(datasize, _BE_THREE.size)]
+    if len(head) < _BE_THREE.size or _BE_THREE.unpack_from(head)[0] != CSMAGIC_EMBEDDED_SIGNATURE:
         return "it is no embedded signature (SuperBlob magic 0xfade0cc0)"
-    _, length, count = _BE_THREE.unpack_from(blob)
-    if length > len(blob) or _BE_THREE.size + count * _BE_TWO.size > length:
+    _, length, count = _BE_THREE.unpack_from(head)
+    if length > datasize or _BE_THREE.size + count * _BE_TWO.size > length:
         return f"its SuperBlob's length {length} or count {count} does not fit"
     blobs: dict[int, bytes] = {}
     for index in range(count):
-        slot, at = _BE_TWO.unpack_from(blob, _BE_THREE.size + index * _BE_TWO.size)
-        if at + _BE_TWO.size <= length:
-            size = _BE_TWO.unpack_from(blob, at)[1]
+        slot, at = _BE_TWO.unpack_from(data, dataoff + _BE_THREE.size + index * _BE_TWO.size)
+        if slot in READ_SLOTS and slot not in blobs and at + _BE_TWO.size <= length:
+            size = _BE_TWO.unpack_from(data, dataoff + at)[1]
             if size >= _BE_TWO.size and at + size <= length:
-                blobs.setdefault(slot, blob[at : at + size])
+                blobs[slot] = data[dataoff + at : dataoff + at + size]
     return blobs
 
 

@@ -18,7 +18,10 @@ Here the whole file is read once (through formats/untrusted.py: a regular file, 
 bounded size) and every structure is bounds-checked before it is unpacked: a malformed
 file raises UnreadablePe, in one line naming the file and the structure, and nothing
 else. Every count is checked against the file's size and a limit no image of ours comes
-near before a loop runs on it; names are bounded in length and in total. Where the file
+near before a loop runs on it; every string taken from the file (a name, the manifest)
+is looked for no further than its own limit and the section data holding it, and
+charged to the file's budget before it is copied. The import structures (descriptors,
+thunk arrays, names) are refused where they overlap as no linker lays them out. Where the file
 is ambiguous (raw data the loader would read from elsewhere, sections that overlap, a
 descriptor that names no DLL) it is refused rather than read one way of several, and
 import descriptors are read up to their terminating entry, as the loader reads them,
@@ -72,6 +75,9 @@ MAX_DIRECTORIES = 16  # there are 16 data directories: NumberOfRvaAndSizes may n
 MAX_DESCRIPTORS = 1024  # per import directory (python3XX.dll imports a few dozen DLLs)
 MAX_EXPORTS = 1 << 16  # functions and names: an ordinal is 16 bits (python3XX.dll: ~1,700)
 MAX_DLL_NAME = 256
+# Entries of one thunk array (an import descriptor's lookup or address table): a DLL
+# exports at most 2^16 functions, an ordinal being 16 bits.
+MAX_THUNKS = 1 << 16
 MAX_EXPORT_NAME = 4096
 NAME_BUDGET = 16 << 20  # all the names of one file together, in bytes
 MAX_RESOURCE_ENTRIES = 4096  # per resource directory (a program has a handful of types)
@@ -260,6 +266,7 @@ class _OptionalHeader:
     dll_characteristics: int
     image_base: int
     directories: tuple[tuple[int, int], ...]  # (RVA, size) of each data directory
+    thunk_size: int = 8  # an import thunk's bytes: 8 in a PE32+ image, 4 in a PE32 one
 
 
 class _Image:
@@ -273,6 +280,8 @@ class _Image:
         self.sections = _sections(data, self.file_header, self.optional)
         self.section_starts = [section.rva for section in self.sections]
         self.names_left = NAME_BUDGET
+        # Where the import and delay-load structures lie, all of them apart.
+        self.import_layout = _ImportLayout()
 
     def facts(self, name: str) -> PeFacts:
         header = self.file_header
@@ -329,16 +338,25 @@ class _Image:
         """The NUL-terminated string at `rva`, of at most `limit` bytes, counted against
         the names budget of the file (names may overlap: without it, a file of n bytes
         could make us decode n * limit)."""
+        return self.string_and_size(rva, limit, what)[0]
+
+    def string_and_size(self, rva: int, limit: int, what: str) -> tuple[str, int]:
+        """string(), and the string's size in the file (its NUL included)."""
         offset, end = self.locate(rva, what)
         stop = self.data.find(b"\0", offset, min(end, offset + limit + 1))
         if stop < 0:
             raise _Malformed(f"{what} (RVA {rva:#x}) is no NUL-terminated string of at most {limit} bytes")
         if stop == offset:
             raise _Malformed(f"{what} (RVA {rva:#x}) is empty")
-        self.names_left -= stop - offset
+        self.charge(stop - offset)
+        return _text(self.data[offset:stop]), stop - offset + 1
+
+    def charge(self, size: int) -> None:
+        """Counts `size` bytes about to be copied from the file as text (a name, the
+        manifest) against the file's budget."""
+        self.names_left -= size
         if self.names_left < 0:
             raise _Malformed(f"its names add up to more than {NAME_BUDGET >> 20} MiB")
-        return _text(self.data[offset:stop])
 
     def directory(self, index: int) -> tuple[int, int] | None:
         """The data directory `index` (RVA, size) when the image has it, checked to lie
@@ -372,30 +390,107 @@ class _Image:
 
     def _imports(self) -> tuple[str, ...]:
         """Every import descriptor's DLL name, whatever its thunks hold: the loader loads
-        the DLL before it reads a thunk."""
+        the DLL before it reads a thunk. The import structures are laid out as a linker
+        lays them, apart (_ImportLayout): each descriptor's thunk arrays, its DLL name
+        and the names its thunks import overlap neither the descriptors nor a thunk
+        array (one pointing back at the descriptors has the loader take them for thunks
+        and write addresses over them)."""
         found = self.directory(IMPORT)
         if found is None:
             return ()
-        names = []
-        for index, fields in self.entries(found[0], _IMPORT_DESCRIPTOR, "the import descriptors"):
-            name_rva = fields[3]
+        descriptors = list(self.entries(found[0], _IMPORT_DESCRIPTOR, "the import descriptors"))
+        names, sizes = [], []
+        for index, (_, _, _, name_rva, _) in descriptors:
             if name_rva == 0:
                 raise _Malformed(f"import descriptor {index} names no DLL")
-            names.append(self.string(name_rva, MAX_DLL_NAME, f"import descriptor {index}'s DLL name"))
+            name, size = self.string_and_size(name_rva, MAX_DLL_NAME, f"import descriptor {index}'s DLL name")
+            names.append(name)
+            sizes.append(size)
+        layout = self.import_layout
+        end = found[0] + (len(descriptors) + 1) * _IMPORT_DESCRIPTOR.size
+        layout.claim_table(found[0], end, "the import descriptors")
+        arrays: list[tuple[str, tuple[int, ...]]] = []  # each descriptor's thunks naming its imports
+        for index, (lookup, _, _, _, first) in descriptors:
+            if first == 0:
+                raise _Malformed(f"import descriptor {index} has no import address table")
+            read = []
+            for what, rva in (("import lookup table", lookup), ("import address table", first)):
+                if rva:
+                    read.append(self._table(rva, f"import descriptor {index}'s {what}"))
+            # The loader reads the names from the lookup table, or from the address table
+            # of a descriptor without one (the address table of a bound image holds addresses).
+            arrays.append((f"import descriptor {index}", read[0]))
+        for (index, fields), size in zip(descriptors, sizes, strict=True):
+            layout.check_name(fields[3], fields[3] + size, f"import descriptor {index}'s DLL name")
+        for owner, thunks in arrays:
+            self._imported_names(owner, thunks, 0)
         return tuple(names)
 
+    def _table(self, rva: int, what: str) -> tuple[int, ...]:
+        """The thunks of the array at `rva` (_thunks), its bytes claimed in the import
+        layout: apart from every table claimed before."""
+        thunks = self._thunks(rva, what)
+        self.import_layout.claim_table(rva, rva + (len(thunks) + 1) * self.optional.thunk_size, what)
+        return thunks
+
+    def _imported_names(self, owner: str, thunks: tuple[int, ...], base: int) -> None:
+        """The names the by-name thunks of `owner`'s name table point to (a hint, then a
+        NUL-terminated name; `base` subtracted from a VA), each read within the names
+        budget and lying outside every table of the import layout."""
+        ordinal_flag = 1 << (8 * self.optional.thunk_size - 1)
+        for number, thunk in enumerate(thunks):
+            if thunk & ordinal_flag:
+                continue
+            at, what = thunk - base, f"{owner}'s import {number}"
+            self.import_layout.check_name(at, at + _WORD.size + 1, what)  # before it is read as one
+            size = self.string_and_size(at + _WORD.size, MAX_EXPORT_NAME, f"{what}'s name")[1]
+            self.import_layout.check_name(at, at + _WORD.size + size, what)
+
+    def _thunks(self, rva: int, what: str) -> tuple[int, ...]:
+        """The thunks of the array at `rva`, up to its terminating zero (not included):
+        at most MAX_THUNKS, and inside the file's bytes mapped there."""
+        offset, end = self.locate(rva, what)
+        size = self.optional.thunk_size
+        count = min((end - offset) // size, MAX_THUNKS + 1)
+        words: list[int] = []
+        for (word,) in struct.iter_unpack(
+            "<Q" if size == 8 else "<I", self.data[offset : offset + count * size]
+        ):
+            if word == 0:
+                return tuple(words)
+            words.append(word)
+        if count > MAX_THUNKS:
+            raise _Malformed(f"{what} (RVA {rva:#x}) holds more than {MAX_THUNKS} thunks")
+        raise _Malformed(f"{what} (RVA {rva:#x}) runs past the end of its section's data with no empty entry")
+
     def _delay_imports(self) -> tuple[str, ...]:
+        """Every delay-load descriptor's DLL name; its name and address tables lie
+        apart from the descriptors and every other table (the import layout, shared
+        with the import directory's), as its imported names do."""
         found = self.directory(DELAY_IMPORT)
         if found is None:
             return ()
+        descriptors = list(self.entries(found[0], _DELAY_DESCRIPTOR, "the delay-load descriptors"))
+        end = found[0] + (len(descriptors) + 1) * _DELAY_DESCRIPTOR.size
+        self.import_layout.claim_table(found[0], end, "the delay-load descriptors")
         names = []
-        for index, fields in self.entries(found[0], _DELAY_DESCRIPTOR, "the delay-load descriptors"):
-            attributes, name_rva = fields[0], fields[1]
-            if not attributes & DELAY_RVA_BASED:  # the old form holds a VA
-                name_rva -= self.optional.image_base
+        for index, fields in descriptors:
+            attributes, name_rva, _, address_table, name_table = fields[:5]
+            # The old form holds VAs, which the loader takes less the image's base.
+            base = 0 if attributes & DELAY_RVA_BASED else self.optional.image_base
+            name_rva -= base
             if name_rva <= 0:
                 raise _Malformed(f"delay-load descriptor {index} names no DLL")
-            names.append(self.string(name_rva, MAX_DLL_NAME, f"delay-load descriptor {index}'s DLL name"))
+            what = f"delay-load descriptor {index}'s DLL name"
+            name, size = self.string_and_size(name_rva, MAX_DLL_NAME, what)
+            names.append(name)
+            owner = f"delay-load descriptor {index}"
+            # The address table holds the stubs' addresses until a call binds them: only its extent is read.
+            if address_table:
+                self._table(address_table - base, f"{owner}'s address table")
+            thunks = self._table(name_table - base, f"{owner}'s name table") if name_table else ()
+            self.import_layout.check_name(name_rva, name_rva + size, what)
+            self._imported_names(owner, thunks, base)
         return tuple(names)
 
     def _bound_imports(self) -> tuple[str, ...]:
@@ -515,7 +610,42 @@ class _Image:
         if size > MAX_MANIFEST:
             raise _Malformed(f"{what} is {size} bytes, more than {MAX_MANIFEST}")
         offset = self.span(data_rva, size, what)
+        self.charge(size)
         return self.data[offset : offset + size]
+
+
+class _ImportLayout:
+    """Where the import structures read so far lie (RVA ranges, end excluded): the
+    import and delay-load descriptor arrays and every thunk array (the tables), kept
+    sorted and apart. A
+    linker writes each table apart from the others, and each name (a DLL's, or an
+    imported function's hint and name) outside every table; anything else is refused,
+    naming both. Checked as each is claimed, so the arrays scanned before a refusal
+    add up to the file's size at most."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.tables: list[tuple[int, int, str]] = []
+
+    def _overlapping(self, start: int, end: int) -> str | None:
+        at = bisect.bisect_right(self.starts, start) - 1
+        for other_start, other_end, other in self.tables[max(at, 0) : at + 2]:
+            if start < other_end and other_start < end:
+                return f"{other} (RVA {other_start:#x}-{other_end:#x})"
+        return None
+
+    def claim_table(self, start: int, end: int, what: str) -> None:
+        other = self._overlapping(start, end)
+        if other is not None:
+            raise _Malformed(f"{what} (RVA {start:#x}-{end:#x}) overlaps {other}, which a linker lays apart")
+        at = bisect.bisect_right(self.starts, start)
+        self.starts.insert(at, start)
+        self.tables.insert(at, (start, end, what))
+
+    def check_name(self, start: int, end: int, what: str) -> None:
+        other = self._overlapping(start, end)
+        if other is not None:
+            raise _Malformed(f"{what} (RVA {start:#x}-{end:#x}) lies in {other}, which a linker lays apart")
 
 
 def _forwarder_dlls(target: str) -> set[str]:
@@ -573,7 +703,8 @@ def _optional_header(data: bytes, header: _FileHeader) -> _OptionalHeader:
     if first + count * _PAIR.size > size:
         raise _Malformed(f"its {count} data directories run past its optional header ({size} bytes)")
     directories = tuple(_PAIR.unpack_from(data, at + first + i * _PAIR.size) for i in range(count))
-    return _OptionalHeader(image_size, headers_size, dll_characteristics, image_base, directories)
+    thunk_size = 8 if magic == PE32_PLUS else 4
+    return _OptionalHeader(image_size, headers_size, dll_characteristics, image_base, directories, thunk_size)
 
 
 def _sections(data: bytes, header: _FileHeader, optional: _OptionalHeader) -> list[_Section]:

@@ -17,6 +17,7 @@ formats/macho.py."""
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 from pathlib import Path, PurePosixPath
@@ -26,7 +27,7 @@ from pyfreight.formats.macho import (
     HEAD_BYTES,
     MachoFacts,
     UnreadableMacho,
-    macho_facts,
+    macho_cpu,
     macho_facts_of,
     printable,
     starts_like_macho,
@@ -332,8 +333,9 @@ def macho_target(executable: Path) -> Target:
         real = executable.resolve()
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop, before Python 3.13
         raise PyfreightError(f"{executable}: cannot be resolved ({exc})") from None
-    facts = macho_facts(real, real.parent)
-    cpu = None if facts is None else facts.cpu
+    # The header alone: the tree's rules read the whole file, and name what is wrong
+    # with it by its place in the tree.
+    cpu = macho_cpu(real, printable(os.fsencode(real.name)))
     for found in all_targets().values():
         if found.macho_cpu is not None and found.macho_cpu == cpu:
             return found

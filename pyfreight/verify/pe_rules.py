@@ -117,7 +117,9 @@ def _launcher_problem(name: str, data: bytes, target: Target) -> str | None:
         return None
     if data[size:].startswith(launchers.shebang):
         return None
-    found_line = printable(data[size:].split(b"\n", 1)[0].decode("utf-8", "replace"))[:120]
+    # What is shown is 120 characters at most: no more of the file is copied or decoded
+    # (a first line of megabytes of escapes would take gigabytes to print).
+    found_line = printable(data[size : size + 120].split(b"\n", 1)[0].decode("utf-8", "replace"))[:120]
     return (
         f"{name}: the console script's shebang is {found_line!r}, not "
         f"{launchers.shebang.decode().strip()!r}: name the interpreter relative to the launcher, "

@@ -26,6 +26,7 @@ from pyfreight.verify.check_install import check_install
 from pyfreight.verify.check_macos import runs_on_this_machine
 from pyfreight.verify.check_windows import REGRTEST_SCRIPT, WINE_SITE, windows_tree_target, write_wine_site
 from pyfreight.verify.macho_rules import macho_target
+from pyfreight.verify.objects import object_problems
 
 # What adapts CPython's test harness to Wine (in_container/regrtest_wine.py), on the
 # run's PYTHONPATH as C:\WINE_SITE.
@@ -52,6 +53,7 @@ def check_distribution(
         document = checked_document(root, archive) if flavour.describes_itself else None
         if document is not None:
             _check_programs(root, document, archive)
+            _check_objects(root, archive)
         say(f"test-dist: {archive.name} ({flavour.name})")
         if tests != "none" and not flavour.has_test_package:
             # The flavour leaves the test package out by design: its product checks
@@ -88,6 +90,20 @@ def _check_programs(root: Path, document: dict, archive: Path) -> None:
                 f"{archive}: PYTHON.json's {key} ({document[key]}) is not a file inside the archive; "
                 "the archive is not trusted"
             )
+
+
+def _check_objects(root: Path, archive: Path) -> None:
+    """The objects and static libraries packers link (build/) follow the object rules
+    (verify/objects.py: their symbols' names, in every format), before anything runs."""
+    problems = object_problems(root / "build", "python/build")
+    if problems:
+        member, rule = problems[0]
+        more = (
+            f" (and {len(problems) - 1} more problem(s): pyfreight validate lists them)"
+            if problems[1:]
+            else ""
+        )
+        raise PyfreightError(f"{archive}: {member}: {rule}{more}; the archive is not trusted")
 
 
 def _run_tests_entry(root: Path, document: dict, tree: Path, ws: Workspace) -> bool | None:

@@ -20,12 +20,10 @@ from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.relocate import find_build_paths
 from pyfreight.cpython.setup_local import load_extension_data
 from pyfreight.errors import PyfreightError
-from pyfreight.formats import arfile
 from pyfreight.formats.elf import (
     ElfFacts,
     elf_facts,
     interpreter_identity,
-    object_glibc_references,
     tree_target,
 )
 from pyfreight.formats.macho import is_macho
@@ -42,6 +40,7 @@ from pyfreight.verify.check_windows import windows_tree_target
 from pyfreight.verify.elf_rules import libc_problem
 from pyfreight.verify.exports import bundled_exports, missing_c_api
 from pyfreight.verify.macho_rules import check_macho_tree, macho_target
+from pyfreight.verify.objects import object_problems
 from pyfreight.verify.pe_rules import check_pe_tree
 
 FULL_TOP_LEVEL = frozenset({"PYTHON.json", "install", "build", "licenses"})
@@ -383,31 +382,6 @@ def _said_crt(document: dict | None, spec: Target) -> list[Problem]:
     return [Problem("python/PYTHON.json", f"crt_features say {said}, but {spec.triple}'s are {expected}")]
 
 
-def _object_problems(build: Path, spec: Target) -> list[Problem]:
-    """The full archive's objects and static libraries, which packers link on their own
-    machines: none may refer to a glibc symbol version above the target's ceiling."""
-    if not spec.glibc or not build.is_dir():
-        return []
-    problems = []
-    for path in sorted(build.rglob("*")):
-        if not path.is_file() or path.is_symlink() or path.suffix not in (".o", ".a"):
-            continue
-        member = f"python/{path.relative_to(build.parent)}"
-        parts = arfile.members(path) if path.suffix == ".a" else [("", path.read_bytes())]
-        for name, data in parts:
-            newer = {
-                f"{symbol}@GLIBC_{'.'.join(map(str, version))}"
-                for symbol, version in object_glibc_references(data).items()
-                if version > spec.ceiling
-            }
-            if newer:
-                where = f"{member}({name})" if name else member
-                problems.append(
-                    Problem(where, f"refers to {', '.join(sorted(newer))}, newer than {spec.ceiling_text}")
-                )
-    return problems
-
-
 def _crt_problems(document: dict, install: Path, spec: Target, elf: list[ElfFacts]) -> list[Problem]:
     """PYTHON.json's crt_features say what the tree needs of the C library: the same
     as its ELF files (a static interpreter, the dynamic C library, the newest glibc
@@ -512,6 +486,10 @@ def validate(archive: Path, target: str | None = None, limits: Limits = DEFAULT_
             return problems
         tree = ArchiveTree(root, install, prefix, spec, (document or {}) if full else None)
         problems += TREE_RULES[platform_of(spec)](tree)
+        if full:  # the objects packers link, of whatever format
+            problems += [
+                Problem(m, rule) for m, rule in object_problems(root / "build", "python/build", spec)
+            ]
     return problems
 
 
@@ -529,7 +507,6 @@ class ArchiveTree:
 def _linux_tree(tree: ArchiveTree) -> list[Problem]:
     problems, elf = _install_tree(tree.install, tree.prefix, tree.target, elf_files=True)
     if tree.document is not None:
-        problems += _object_problems(tree.root / "build", tree.target)
         problems += _crt_problems(tree.document, tree.install, tree.target, elf)
     said_options = (tree.document or {}).get("build_options")
     problems += _interpreter_problems(
