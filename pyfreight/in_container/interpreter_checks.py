@@ -161,7 +161,7 @@ def _thread_under_mdwe() -> str:
     ran = subprocess.run([sys.executable, "-c", MDWE_PROGRAM], capture_output=True, text=True, timeout=60)
     if ran.stderr.startswith("SKIP "):
         return f"not checked: {ran.stderr.strip().removeprefix('SKIP ')}"
-    assert ran.returncode == 0, ran.stderr.strip().splitlines()[-1:] or f"rc {ran.returncode}"
+    assert ran.returncode == 0, (ran.stderr.strip().splitlines() or [f"rc {ran.returncode}"])[-1]
     return f"a thread ran under MDWE (kernel {ran.stdout.strip()})"
 
 
