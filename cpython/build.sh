@@ -35,6 +35,17 @@ mapfile -t args <<< "$CONFIGURE_ARGS"
 # A cross build (the driver gave --host): the build machine is this container's own.
 if printf '%s\n' "${args[@]}" | grep -q '^--host='; then args+=("--build=$(./config.guess)"); fi
 ./configure "${args[@]}"
+# --enable-shared (a target whose trees carry libpython): configure links the programs
+# to libpython.so; ours link the same objects statically, as a build without it does (no
+# library to find at start, no calls through the PLT), and libpython.so is still built
+# from them for programs that embed Python. llvm-bolt lays out the interpreter alone:
+# training runs it, never the library, which would get no profile.
+if grep -q '^LINK_PYTHON_OBJS=\$(BLDLIBRARY)$' Makefile; then
+  sed -i -e 's/^LINK_PYTHON_OBJS=\$(BLDLIBRARY)$/LINK_PYTHON_OBJS=$(LIBRARY_OBJS)/' \
+    -e 's/^LINK_PYTHON_DEPS=\(.*\)$/LINK_PYTHON_DEPS=\1 $(LIBRARY_OBJS)/' \
+    -e 's/^BOLT_BINARIES := .*$/BOLT_BINARIES := $(BUILDPYTHON)/' Makefile
+  grep -q '^LINK_PYTHON_DEPS=.* \$(LIBRARY_OBJS)$' Makefile
+fi
 if [ -n "${PGO_PROFILE:-}" ]; then
   # A saved profile: put it where the profile-use step reads it and mark the
   # training as done, so make skips the instrumented build and the training run

@@ -51,6 +51,8 @@ if ! { command -v "clang-$llvm" && command -v "ld.lld-$llvm" && command -v "llvm
   apt_install "clang-$llvm" "lld-$llvm" "llvm-$llvm"
 fi
 command -v strace >/dev/null 2>&1 || apt_install strace
+# pkg-config: the tests build a program from the python3-embed.pc of our trees, as users do.
+command -v pkg-config >/dev/null 2>&1 || apt_install pkgconf
 # GNU patch applies zig-patches/ to the pinned zig when it is unpacked here.
 command -v patch >/dev/null 2>&1 || apt_install patch
 # Compilers that link for the cross-compiled targets (targets/*.yaml `cross_cc`), for

@@ -31,7 +31,7 @@ def dist(noopt_dist):
 def _paths_in(value, key=""):
     """Every string of PYTHON.json that names a file or folder of the archive."""
     path_keys = ("python_exe", "objs", "path_static", "license_paths", "license_path", "inittab_object",
-                 "inittab_source", "static_lib", "run_tests", "python_stdlib_platform_config",
+                 "inittab_source", "static_lib", "shared_lib", "run_tests", "python_stdlib_platform_config",
                  "tcl_library_path", "python_paths")  # fmt: skip
     if isinstance(value, dict):
         for k, v in value.items():

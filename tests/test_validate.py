@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from pyfreight.formats.elf import elf_facts
 from pyfreight.targets import all_targets, default_target
+from pyfreight.verify.exports import REQUIRED_EXPORTS
 from pyfreight.verify.validate import _build_path_problems, _elf_problems, _interpreter_problems, validate
 
 HOST_BINARY = Path(shutil.which("ls") or "/bin/ls")  # built against the host's newer glibc
@@ -280,7 +282,12 @@ def test_shared_objects_are_held_to_the_hardening_and_export_rules(tmp_path):
     )
     source.write_text("int counter;\nint SSL_new_fake(void) { return ++counter; }\n")
     subprocess.run([*common, "-fPIC", "-Wl,-z,noexecstack,-z,relro,-z,now", "-o", hardened], check=True)
-    found = _messages(_elf_problems(loose, "python/install/lib/loose.so", default_target(), []))
+    target = default_target()
+    found = _messages(
+        _elf_problems(
+            loose, "python/install/lib/loose.so", target, elf_facts(loose, tmp_path), target.allowed_needed
+        )
+    )
     for expected in (
         "executable stack",
         "no RELRO segment",
@@ -289,7 +296,15 @@ def test_shared_objects_are_held_to_the_hardening_and_export_rules(tmp_path):
         "exports symbols of bundled libraries",
     ):
         assert any(expected in m for m in found), (expected, found)
-    good = _messages(_elf_problems(hardened, "python/install/lib/hardened.so", default_target(), []))
+    good = _messages(
+        _elf_problems(
+            hardened,
+            "python/install/lib/hardened.so",
+            target,
+            elf_facts(hardened, tmp_path),
+            target.allowed_needed,
+        )
+    )
     assert good == ["python/install/lib/hardened.so: exports symbols of bundled libraries: SSL_new_fake"]
 
 
@@ -337,3 +352,58 @@ def test_an_objects_symbol_name_that_is_not_utf8_is_named_in_every_format(tmp_pa
     assert problems[0].message.endswith(
         "'s name (Py_Marker_\\xff\\xfe\\xc0\\xaf\\x80\\x81\\x82\\x83) is not UTF-8, as packers read the names"
     )
+
+
+def _gcc(tmp_path: Path, out: str, source: str, *flags: str) -> Path:
+    (tmp_path / f"{out}.c").write_text(source)
+    hardened = ["-fPIC", "-shared", "-Wl,-z,noexecstack,-z,relro,-z,now"]
+    subprocess.run(
+        ["gcc", *hardened, str(tmp_path / f"{out}.c"), "-o", str(tmp_path / out), *flags], check=True
+    )
+    return tmp_path / out
+
+
+def test_a_hostile_libpython_is_refused_a_line_for_each_fault(tmp_path):
+    """A libpython3.14.so.1.0 that exports SSL_new beside the C API, needs a library
+    neither the system nor the tree has, and searches a folder outside the tree: validate
+    names each in one line, for the console script as for the function; the library
+    beside it that needs the tree's own libpython (libpython3.so) is not faulted."""
+    evil = _gcc(tmp_path, "libevil.so", "int evil(void) { return 1; }\n", "-Wl,-soname,libevil.so.1")
+    api = "".join(f"int {name}(void) {{ return 0; }}\n" for name in REQUIRED_EXPORTS)
+    hostile = _gcc(
+        tmp_path,
+        "libpython3.14.so.1.0",
+        api + "int evil(void); int SSL_new(void) { return evil(); }\nint helper_leak(void) { return 2; }\n",
+        "-Wl,-soname,libpython3.14.so.1.0",
+        str(evil),
+        "-Wl,-rpath,/opt/evil:$ORIGIN/../lib",
+    )
+    stable = _gcc(
+        tmp_path, "libpython3.so", "", "-Wl,-soname,libpython3.so", "-Wl,--no-as-needed", str(hostile)
+    )
+    archive = _archive(
+        tmp_path / "x-install_only.tar.gz",
+        {
+            "python/lib/libpython3.14.so.1.0": hostile.read_bytes(),
+            "python/lib/libpython3.so": stable.read_bytes(),
+            "python/bin/python3.14": HOST_BINARY.read_bytes(),
+        },
+        {"python/bin/python3": "python3.14", "python/bin/python": "python3.14"},
+    )
+    problems = [p for p in validate(archive) if p.member.startswith("python/lib/")]
+    member = "python/lib/libpython3.14.so.1.0"
+    assert _has(problems, member, "needs libraries outside the allow-list: libevil.so.1"), _messages(problems)
+    assert _has(problems, member, "exports symbols of bundled libraries: SSL_new")
+    assert _has(problems, member, "libpython exports names outside the C API: SSL_new, helper_leak")
+    assert _has(problems, member, "searches '/opt/evil' for libraries, outside the tree")
+    assert not _has(problems, member, "$ORIGIN/../lib"), _messages(problems)
+    assert not [p for p in problems if p.member == "python/lib/libpython3.so"], _messages(problems)
+    cli = subprocess.run(
+        [str(Path(__file__).parents[1] / ".venv" / "bin" / "pyfreight"), "validate", str(archive)],
+        capture_output=True,
+        text=True,
+    )
+    assert cli.returncode != 0 and "Traceback" not in cli.stderr
+    lines = (cli.stdout + cli.stderr).splitlines()
+    assert any(member in line and "/opt/evil" in line for line in lines), lines
+    assert any(member in line and "libevil.so.1" in line for line in lines), lines

@@ -204,6 +204,8 @@ def describe(
         core["shared_lib"] = "install/" + _interpreter_dll(tree)
     else:
         core["static_lib"] = f"{_relative(config['LIBPL'], prefix, tree)}/{config['LIBRARY']}"
+        if config.get("Py_ENABLE_SHARED") == "1":  # libpython beside a static interpreter
+            core["shared_lib"] = f"{_relative(config['LIBDIR'], prefix, tree)}/{config['INSTSONAME']}"
     document = {
         "version": FORMAT_VERSION,
         "target_triple": target.triple,

@@ -158,6 +158,13 @@ def configure_args(source: CPythonSource, options: BuildOptions, target: Target)
         # (toolchain.GLIBC_FLOOR_HEADER) would make it unknown, and PGO silently off.
         "ac_cv_cc_name=clang",
     ]
+    # sqlite3's Connection.enable_load_extension, off until a program turns it on, as
+    # Debian's and CPython's own Windows builds have it (sqlite-vec, SpatiaLite).
+    args.append("--enable-loadable-sqlite-extensions")
+    if shares_libpython(options, target):
+        # lib/libpython3.X.so beside the interpreter, which cpython/build.sh still links
+        # statically from the same objects.
+        args.append("--enable-shared")
     if options.base == "debug":
         args.append("--with-pydebug")
     if options.pgo:
@@ -201,6 +208,13 @@ def configure_args(source: CPythonSource, options: BuildOptions, target: Target)
         # (cpython/versions.yaml jit_llvm, in the build image), found by Tools/jit.
         args.append("--enable-experimental-jit=yes-off")
     return args
+
+
+def shares_libpython(options: BuildOptions, target: Target) -> bool:
+    """The install tree carries libpython as a shared library: where the OS's trees do
+    (platforms/), unless the C library is linked in (a static executable loads no
+    shared library, so one would serve no program of the tree's)."""
+    return platform_of(target).shared_libpython and not options.static
 
 
 def carries_jit(source: CPythonSource, options: BuildOptions, target: Target) -> bool:

@@ -39,6 +39,8 @@ class ElfFacts:
     bind_now: bool  # DF_BIND_NOW, DF_1_NOW or DT_BIND_NOW (True without a dynamic section)
     imported: frozenset[str]  # undefined .dynsym names
     exported: frozenset[str]  # global and weak .dynsym names of default or protected visibility
+    soname: str | None = None  # DT_SONAME: the name a program that links the library needs it by
+    search_paths: tuple[str, ...] = ()  # DT_RPATH and DT_RUNPATH entries, in order
 
 
 def elf_facts(path: Path, root: Path) -> ElfFacts | None:
@@ -58,12 +60,21 @@ def _read(elf: ELFFile, name: str) -> ElfFacts:
     needed: list[str] = []
     versions: list[tuple[int, ...]] = []
     tags: dict[str, int] = {}
+    soname: str | None = None
+    search_paths: list[str] = []
     dynamic = False
     for section in elf.iter_sections():
         if isinstance(section, DynamicSection):
             dynamic = True
             # pyelftools sets `needed` on a DT_NEEDED tag with setattr, so its types do not know it.
             needed += [t.needed for t in section.iter_tags() if t.entry.d_tag == "DT_NEEDED"]  # type: ignore[attr-defined]
+            # pyelftools names these tags' strings likewise (soname, rpath, runpath).
+            for tag in section.iter_tags():
+                if tag.entry.d_tag == "DT_SONAME":
+                    soname = tag.soname  # type: ignore[attr-defined]
+                elif tag.entry.d_tag in ("DT_RPATH", "DT_RUNPATH"):
+                    text = tag.rpath if tag.entry.d_tag == "DT_RPATH" else tag.runpath  # type: ignore[attr-defined]
+                    search_paths += [entry for entry in text.split(":")]
             tags |= {t.entry.d_tag: t.entry.d_val for t in section.iter_tags()}
         if isinstance(section, GNUVerNeedSection):
             for _, auxes in section.iter_versions():
@@ -91,6 +102,8 @@ def _read(elf: ELFFile, name: str) -> ElfFacts:
         or "DT_BIND_NOW" in tags,
         imported=imported,
         exported=exported,
+        soname=soname,
+        search_paths=tuple(search_paths),
     )
 
 

@@ -59,7 +59,10 @@ def _only_test_modules_shared() -> str:
     # None of them is a module of the stdlib proper (sys.stdlib_module_names leaves the
     # test ones out).
     dynload = Path(sysconfig.get_path("platstdlib")) / "lib-dynload"
-    shared = sorted(Path(sys.base_prefix).rglob("*.so*"))
+    # libpython, for programs that embed Python, is no module.
+    libdir = Path(sysconfig.get_config_var("LIBDIR")).resolve()
+    shared = [p for p in sorted(Path(sys.base_prefix).rglob("*.so*"))
+              if not (p.name.startswith("libpython3") and p.parent.resolve() == libdir)]  # fmt: skip
     misplaced = [
         str(p)
         for p in shared
@@ -316,6 +319,44 @@ def _python_config() -> str:
     leaks = [b for b in ("/install", "/tools/", "/build/work", "/sysroot") if b in rest]
     assert not leaks, f"{leaks} in {out.stdout}"
     return out.stdout.splitlines()[0].split(" -fno")[0]
+
+
+@check("sqlite3 can load extensions, off until a program turns it on")
+def _sqlite_extensions() -> str:
+    import sqlite3
+
+    connection = sqlite3.connect(":memory:")
+    try:
+        connection.load_extension("pf_no_such_extension")
+    except sqlite3.OperationalError as exc:
+        assert "not authorized" in str(exc), exc
+    else:
+        raise AssertionError("an extension loaded before enable_load_extension(True)")
+    connection.enable_load_extension(True)
+    try:
+        connection.load_extension("pf_no_such_extension")
+    except sqlite3.OperationalError as exc:  # now it is looked for, and not found
+        assert "not authorized" not in str(exc), exc
+        return "refused before enable_load_extension(True), looked for after"
+    raise AssertionError("a missing extension loaded")
+
+
+@check("libpython, for programs that embed Python, loads and names this version")
+def _libpython() -> str:
+    if sysconfig.get_config_var("Py_ENABLE_SHARED") != 1:
+        return "not shipped (the C library is linked in: nothing could load it)"
+    library = Path(sysconfig.get_config_var("LIBDIR")) / sysconfig.get_config_var("INSTSONAME")
+    assert library.is_file() and library.is_relative_to(Path(sys.base_prefix)), library
+    # In a process of its own: a second runtime in this one is not what it is for.
+    probe = (
+        "import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); "
+        "lib.Py_GetVersion.restype = ctypes.c_char_p; print(lib.Py_GetVersion().decode())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", probe, str(library)], check=True, capture_output=True, text=True
+    )
+    assert out.stdout.split()[0] == sys.version.split()[0], out.stdout
+    return f"{library.relative_to(Path(sys.base_prefix))}: {out.stdout.split()[0]}"
 
 
 @check("lib/python3.X/config-*/python-config.py runs by its shebang")

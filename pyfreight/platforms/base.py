@@ -79,6 +79,11 @@ class Platform(ABC):
     hides_library_symbols: bool
     resource_compiler: bool  # its builds compile resource scripts (.rc): $RC, $WINDRES
     interpreter_in_dll: bool  # the interpreter is a DLL beside the program (PYTHON.json shared_lib)
+    # The tree carries libpython as a shared library (lib/libpython3.X.so), linked from
+    # the interpreter's own objects, for programs that embed Python (PyInstaller, C and
+    # Rust programs, python3-config --embed), while the interpreter links those objects
+    # statically as before: CPython's --enable-shared, its program linked otherwise.
+    shared_libpython: bool
     # embed
     llvm_binutils: bool  # embed archives and reads objects with LLVM's ar and nm
     archiver_flags: tuple[str, ...]  # the format ar writes for this OS's linker

@@ -24,6 +24,7 @@ class Linux(Platform):
     hides_library_symbols = False
     resource_compiler = False
     interpreter_in_dll = False
+    shared_libpython = True
     llvm_binutils = False
     archiver_flags = ()
     thread_flags = ("-pthread",)

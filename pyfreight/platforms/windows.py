@@ -57,6 +57,7 @@ class Windows(Platform):
     hides_library_symbols = False
     resource_compiler = True
     interpreter_in_dll = True  # python.exe loads python3XX.dll; packers link its objects
+    shared_libpython = False  # python3XX.dll is Windows' libpython
     llvm_binutils = False
     archiver_flags = ()
     thread_flags = ()

@@ -37,8 +37,8 @@ from pyfreight.platforms.windows import FORWARDER_DLLS, interpreter_dll
 from pyfreight.python_json import schema_errors
 from pyfreight.targets import Target, all_targets, default_target, known_names
 from pyfreight.verify.check_windows import windows_tree_target
-from pyfreight.verify.elf_rules import libc_problem
-from pyfreight.verify.exports import bundled_exports, missing_c_api
+from pyfreight.verify.elf_rules import allowed_needed, libc_problem, search_path_problems
+from pyfreight.verify.exports import bundled_exports, libpython_export_problems, missing_c_api
 from pyfreight.verify.macho_rules import check_macho_tree, macho_target
 from pyfreight.verify.objects import object_problems
 from pyfreight.verify.pe_rules import check_pe_tree
@@ -149,7 +149,7 @@ def _referenced_paths(document: dict[str, Any]) -> list[tuple[str, str]]:
     info = _dict(document.get("build_info"))
     core = _dict(info.get("core"))
     found += [("build_info.core.objs", o) for o in _list(core.get("objs"))]
-    found += [("build_info.core.static_lib", core.get("static_lib"))]
+    found += [(f"build_info.core.{k}", core.get(k)) for k in ("static_lib", "shared_lib")]
     found += [(f"build_info.{k}", info.get(k)) for k in ("inittab_object", "inittab_source")]
     for name, variants in _dict(info.get("extensions")).items():
         for variant in map(_dict, _list(variants)):
@@ -184,28 +184,30 @@ def _licenses(root: Path) -> list[Problem]:
     return problems
 
 
-def _elf_problems(path: Path, member: str, spec: Target, found: list[ElfFacts]) -> list[Problem]:
-    """The ELF rules for one file (nothing for a file that is not ELF); its facts are
-    appended to `found`, for the rules about the whole tree."""
-    facts = elf_facts(path, path.parent)
+def _elf_problems(
+    path: Path, member: str, spec: Target, facts: ElfFacts | None, allowed: frozenset[str]
+) -> list[Problem]:
+    """The ELF rules for one file (nothing for a file that is not ELF), whose facts were
+    read relative to the install tree's top; `allowed`: the libraries it may need."""
     if facts is None:
         with path.open("rb") as fh:
             return [Problem(member, "unreadable ELF")] if fh.read(4) == b"\x7fELF" else []
-    found.append(facts)
     problems = []
-    extra = sorted(set(facts.needed) - spec.allowed_needed)
+    extra = sorted(set(facts.needed) - allowed)
     if extra:
         problems.append(Problem(member, f"needs libraries outside the allow-list: {', '.join(extra)}"))
     if (libc := libc_problem(facts, spec)) is not None:
         problems.append(Problem(member, libc))
     if facts.machine != spec.elf_machine:
         problems.append(Problem(member, f"machine {facts.machine}, not {spec.elf_machine} ({spec.triple})"))
+    problems += [Problem(member, p) for p in search_path_problems(facts)]
     if facts.kind not in ("ET_EXEC", "ET_DYN"):
         return problems  # an object file (e.g. the config folder's python.o): nothing runs it as is
     problems += _hardening(facts, member)
     bundled = bundled_exports(facts.exported)
     if bundled:
         problems.append(Problem(member, f"exports symbols of bundled libraries: {', '.join(bundled[:5])}"))
+    problems += [Problem(member, p) for p in libpython_export_problems(facts)]
     # A program with no loader (fully static) cannot load extension modules at all, so it
     # has no C API to export for them.
     if facts.loader is not None and Path(member).name.startswith("python3") and "/bin/" in member:
@@ -279,20 +281,27 @@ def _install_tree(
     # Extension modules allowed as shared libraries, in lib-dynload: only the test-only
     # ones (cpython/extensions.yaml); every module of the product is built in.
     test_only = load_extension_data().test_only
-    for path in sorted(install.rglob("*")):
+    files = [path for path in sorted(install.rglob("*")) if path.is_file() and not path.is_symlink()]
+    read = {path: elf_facts(path, install) for path in files} if elf_files else {}
+    facts += [f for f in read.values() if f is not None]
+    allowed = allowed_needed(target, facts)
+    for path in files:
         rel = f"{prefix}/{path.relative_to(install)}"
-        if path.is_file() and not path.is_symlink():
-            if elf_files:
-                problems += _elf_problems(path, rel, target, facts)
-            extension = path.name.endswith(".so") and "site-packages" not in path.parts
-            allowed = path.name.split(".")[0] in test_only and path.parent.name == "lib-dynload"
-            if extension and not allowed:
-                problems.append(
-                    Problem(
-                        rel,
-                        "an extension module as a shared library (all but the test-only ones are built in)",
-                    )
+        if elf_files:
+            problems += _elf_problems(path, rel, target, read[path], allowed)
+        # Modules live in the stdlib's folder; libpython (lib/libpython3.X.so…) is a
+        # library of the tree.
+        parts = path.relative_to(install).parts
+        in_stdlib = len(parts) > 2 and parts[0] == "lib" and parts[1].startswith("python3")
+        extension = path.name.endswith(".so") and in_stdlib and "site-packages" not in parts
+        test_module = path.name.split(".")[0] in test_only and path.parent.name == "lib-dynload"
+        if extension and not test_module:
+            problems.append(
+                Problem(
+                    rel,
+                    "an extension module as a shared library (all but the test-only ones are built in)",
                 )
+            )
     problems += _build_path_problems(install, prefix)
     bin_dir = install / "bin"
     links = [bin_dir / "python", bin_dir / "python3"]
