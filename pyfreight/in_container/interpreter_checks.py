@@ -321,26 +321,6 @@ def _python_config() -> str:
     return out.stdout.splitlines()[0].split(" -fno")[0]
 
 
-@check("sqlite3 can load extensions, off until a program turns it on")
-def _sqlite_extensions() -> str:
-    import sqlite3
-
-    connection = sqlite3.connect(":memory:")
-    try:
-        connection.load_extension("pf_no_such_extension")
-    except sqlite3.OperationalError as exc:
-        assert "not authorized" in str(exc), exc
-    else:
-        raise AssertionError("an extension loaded before enable_load_extension(True)")
-    connection.enable_load_extension(True)
-    try:
-        connection.load_extension("pf_no_such_extension")
-    except sqlite3.OperationalError as exc:  # now it is looked for, and not found
-        assert "not authorized" not in str(exc), exc
-        return "refused before enable_load_extension(True), looked for after"
-    raise AssertionError("a missing extension loaded")
-
-
 @check("libpython, for programs that embed Python, loads and names this version")
 def _libpython() -> str:
     if sysconfig.get_config_var("Py_ENABLE_SHARED") != 1:

@@ -175,6 +175,26 @@ def _sqlite(_facts: TreeFacts) -> str:
     return sqlite3.sqlite_version
 
 
+@_shared("sqlite3 can load extensions, off until a program turns it on")
+def _sqlite_extensions(_facts: TreeFacts) -> str:
+    import sqlite3
+
+    connection = sqlite3.connect(":memory:")
+    try:
+        connection.load_extension("pf_no_such_extension")
+    except sqlite3.OperationalError as exc:
+        assert "not authorized" in str(exc), exc
+    else:
+        raise AssertionError("an extension loaded before enable_load_extension(True)")
+    connection.enable_load_extension(True)
+    try:
+        connection.load_extension("pf_no_such_extension")
+    except sqlite3.OperationalError as exc:  # now it is looked for, and not found
+        assert "not authorized" not in str(exc), exc
+        return "refused before enable_load_extension(True), looked for after"
+    raise AssertionError("a missing extension loaded")
+
+
 @_shared("compression round trips")
 def _compression(_facts: TreeFacts) -> None:
     import bz2
