@@ -46,6 +46,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+WORK_TREE_BEFORE = pytest.StashKey[set[str] | None]()
+
+
 # pytest removes old sessions' temporary folders with shutil.rmtree, which recurses and
 # breaks (RecursionError at exit, failing the whole run) on the 1100-folder trees the
 # hostile-input tests write. Later pytest sessions (tests/test_tiers.py starts some) make
@@ -70,7 +73,35 @@ def _deep_branches(root: Path) -> list[Path]:
     return found
 
 
+def _work_tree_changes() -> set[str] | None:
+    """`git status --porcelain` of the repository, line by line (None: not a git
+    checkout, e.g. an unpacked source archive)."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=all"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return set(out.stdout.splitlines()) if out.returncode == 0 else None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[WORK_TREE_BEFORE] = _work_tree_changes()
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    # No test writes into the repository's work tree (issue 57: an a.o in its root):
+    # whatever a run changed there that was not changed before fails the run, named.
+    before = session.config.stash.get(WORK_TREE_BEFORE, None)
+    after = _work_tree_changes()
+    if before is not None and after is not None and (new := sorted(after - before)):
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(
+                f"error: the tests changed the repository's work tree: {'; '.join(new[:10])}", red=True
+            )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     factory = getattr(session.config, "_tmp_path_factory", None)
     if factory is None or getattr(factory, "_basetemp", None) is None:
         return

@@ -197,3 +197,19 @@ def test_a_windows_blob_is_assembled_into_a_coff_read_only_section(tmp_path):
     symbols = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
     assert re.search(r"^0+5a R pyfreight_blob_end$", symbols, re.M), symbols
     assert re.search(r"^0+ R pyfreight_blob_start$", symbols, re.M), symbols
+
+
+def test_asking_the_compiler_its_version_writes_nothing_where_embed_was_started(tmp_path, monkeypatch):
+    """The pinned zig's `cc --version` for a macOS target writes an empty a.o into its
+    working folder; a compiler doing so must not leave it in the user's (issue 57: the
+    macOS part left one in the repository)."""
+    compiler = tmp_path / "bin" / "littering-cc"
+    compiler.parent.mkdir()
+    compiler.write_text('#!/bin/sh\n: > a.o\necho "littering-cc 1.0"\n')
+    compiler.chmod(0o755)
+    started_in = tmp_path / "cwd"
+    started_in.mkdir()
+    monkeypatch.chdir(started_in)
+    toolchain = find_toolchain("elf", str(compiler), tmp_path / "work")
+    assert toolchain.describe().startswith("littering-cc 1.0")
+    assert list(started_in.iterdir()) == []

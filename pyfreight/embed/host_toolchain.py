@@ -16,11 +16,13 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyfreight.embed.zig import PinnedCompiler
 from pyfreight.errors import PyfreightError
+from pyfreight.leftovers import owned
 from pyfreight.platforms import LINUX, NATIVE_OBJECT_FORMATS, Platform
 from pyfreight.toolchain import LLVM
 
@@ -58,10 +60,18 @@ def bitcode_version(object_file_format: str) -> str | None:
 
 
 def _version_line(command: list[str], env: dict[str, str]) -> str:
+    # In a folder of its own: the pinned zig's `cc --version` for a macOS target also
+    # writes an empty a.o into its working folder, which is the user's.
     try:
-        out = subprocess.run(
-            [*command, "--version"], capture_output=True, text=True, check=True, env={**os.environ, **env}
-        ).stdout
+        with tempfile.TemporaryDirectory(prefix=owned("version")) as folder:
+            out = subprocess.run(
+                [*command, "--version"],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, **env},
+                cwd=folder,
+            ).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
         raise PyfreightError(f"{' '.join(command)} --version failed ({exc}); pass a working --cc") from exc
     return out.splitlines()[0].strip() if out else command[0]
