@@ -2,16 +2,18 @@
 from the install_only archive unpacked at a path with a space: a C program built by the
 host's gcc with the flags pkg-config's python3-embed gives (and python3-config --embed,
 at a path without one: it cannot quote), PyInstaller from PyPI (test-all's clients
-part), and an SQLite extension compiled here, loaded through sqlite3's
-enable_load_extension."""
+part), PyO3 with auto-initialize built by cargo (the same part), and an SQLite
+extension compiled here, loaded through sqlite3's enable_load_extension."""
 
 from __future__ import annotations
 
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import tarfile
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -180,8 +182,9 @@ def test_an_sqlite_extension_loads_once_enabled(tree, tmp_path):
 
 def _documented_block(holding: str) -> str:
     """The sh block of docs/using.md holding `holding`: the commands users copy."""
-    blocks = re.findall(r"^```sh\n(.*?)^```", (REPO / "docs" / "using.md").read_text(), re.M | re.S)
-    [found] = [block for block in blocks if holding in block]
+    text = (REPO / "docs" / "using.md").read_text()
+    blocks = re.findall(r"^( *)```sh\n(.*?)^\1```", text, re.M | re.S)
+    [found] = [textwrap.dedent(indent + block) for indent, block in blocks if holding in block]
     return found
 
 
@@ -220,3 +223,49 @@ def test_the_documented_pyinstaller_onefile_runs_alone_in_a_container(tree, tmp_
     )
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert ran.stdout.startswith("hello from 3.14") and "OpenSSL 3." in ran.stdout, ran.stdout
+
+
+CARGO = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+PYO3_PROGRAM = """use pyo3::prelude::*;
+
+fn main() -> PyResult<()> {
+    Python::attach(|py| {
+        let version: String = py.import("sys")?.getattr("version")?.extract()?;
+        let openssl: String = py.import("ssl")?.getattr("OPENSSL_VERSION")?.extract()?;
+        let sqlite: String = py.import("sqlite3")?.getattr("sqlite_version")?.extract()?;
+        println!("{} | {} | sqlite {}", version.split_whitespace().next().unwrap(), openssl, sqlite);
+        Ok(())
+    })
+}
+"""
+
+
+@pytest.mark.part(CLIENTS)
+def test_the_documented_pyo3_program_embeds_our_python(tree, tmp_path):
+    """docs/using.md's PyO3 commands as written, on a crate whose only dependency is
+    pyo3 with auto-initialize (cargo fetches it from its registry)."""
+    # Not skipped when cargo is missing: the tier claims this test, so it says what is missing.
+    assert Path(CARGO).is_file(), "PyO3 builds with cargo, which this machine lacks: install Rust (rustup)"
+    crate = tree.parent
+    (crate / "src").mkdir(exist_ok=True)
+    (crate / "src" / "main.rs").write_text(PYO3_PROGRAM)
+    (crate / "Cargo.toml").write_text(
+        '[package]\nname = "embedded"\nversion = "0.1.0"\nedition = "2021"\n\n'
+        '[dependencies]\npyo3 = { version = "0.27", features = ["auto-initialize"] }\n'
+    )
+    env = {
+        "PATH": f"{Path(CARGO).parent}:/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", str(tmp_path)),
+        "CARGO_TARGET_DIR": str(crate / "target"),
+    }
+    ran = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", _documented_block("PYO3_PYTHON")],
+        cwd=crate, env=env, capture_output=True, text=True, timeout=1800,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    version = subprocess.run(
+        [str(tree / "bin" / "python3"), "-c", "import sys; print(sys.version.split()[0])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert ran.stdout.startswith(f"{version} | OpenSSL 3.") and "| sqlite 3." in ran.stdout, ran.stdout
+    assert "libpython3.14.so.1.0" in _needed(crate / "target" / "debug" / "embedded")
