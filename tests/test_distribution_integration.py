@@ -62,6 +62,11 @@ def test_full_archive_layout_and_python_json(dist):
     assert missing == []
     assert document["python_exe"] == "install/bin/python3.14"
     assert document["build_info"]["object_file_format"] == "elf"
+    # The interpreter links its objects; libpython.so beside it is for embedding programs.
+    core = document["build_info"]["core"]
+    assert document["libpython_link_mode"] == "static"
+    assert core["shared_lib"] == "install/lib/libpython3.14.so.1.0"
+    assert core["static_lib"] == "install/lib/python3.14/config-3.14-x86_64-linux-gnu/libpython3.14.a"
     extensions = document["build_info"]["extensions"]
     assert extensions["_ssl"][0]["links"][0] == {"name": "ssl", "path_static": "build/lib/libssl.a"}
     assert extensions["_ssl"][0]["licenses"] == ["Apache-2.0"]
