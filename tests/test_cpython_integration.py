@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -36,13 +37,15 @@ def test_install_tree_passes_every_check(build):
 
 def test_no_build_paths_and_static_only(build):
     assert find_build_paths(build.tree) == []
-    # the only shared objects are the test-only modules, in lib-dynload
+    # The only shared objects are the test-only modules, in lib-dynload, and libpython
+    # in lib/ (for programs that embed Python; the interpreter links its objects).
     shared = sorted(build.tree.rglob("*.so*"))
     test_only = load_extension_data().test_only
-    assert shared, "the test-only modules (extensions.yaml test_only) are missing"
-    assert [
-        p for p in shared if p.parent.name != "lib-dynload" or p.name.split(".")[0] not in test_only
-    ] == []
+    modules = [p for p in shared if p.parent.name == "lib-dynload" and p.name.split(".")[0] in test_only]
+    assert modules, "the test-only modules (extensions.yaml test_only) are missing"
+    libraries = sorted(p.name for p in shared if p not in modules)
+    assert libraries == ["libpython3.14.so", "libpython3.14.so.1.0", "libpython3.so"]
+    assert (build.tree / "lib" / "libpython3.14.so").readlink() == Path("libpython3.14.so.1.0")
     facts, problems = check_tree(build.tree, default_target())
     assert problems == []
     binary = next(f for f in facts if f.path == "bin/python3.14")
