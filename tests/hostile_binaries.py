@@ -142,12 +142,17 @@ def build_binaries(folder: Path) -> Binaries:
     windows, macos = _zig(WINDOWS), _zig(MACOS)
 
     def run(zig: PinnedCompiler, *args: str) -> None:
+        # In `folder`, as every zig of the tests runs: zig names its cache relative to
+        # its working folder when the cache is below it (the repository's build/), and
+        # that name is part of the key of the C runtime it compiles once, so a run from
+        # the repository missed the runtime tests/test_pe_reader.py compiled (40 s).
         subprocess.run(
             [*zig.command, *args],
             check=True,
             env={**os.environ, **zig.env},
             timeout=600,
             capture_output=True,
+            cwd=folder,
         )
 
     def source(name: str, text: str) -> str:

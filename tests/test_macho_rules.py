@@ -237,7 +237,8 @@ def cc(tmp_path_factory: pytest.TempPathFactory) -> Compile:
         source_file.write_text(source)
         out.parent.mkdir(parents=True, exist_ok=True)
         command = [*zig.command[:-1], triple, "-O2", "-s", str(source_file), *flags, "-o", str(out)]
-        subprocess.run(command, check=True, env={**os.environ, **zig.env}, timeout=300)
+        # Outside the repository, as every zig of the tests runs (tests/hostile_binaries.py).
+        subprocess.run(command, check=True, env={**os.environ, **zig.env}, timeout=300, cwd=sources)
         return out
 
     return compile_

@@ -170,7 +170,7 @@ def test_our_apple_declarations_compile_and_link_the_real_frameworks(found, tmp_
     out = tmp_path / "uses"
     command = [*zig.command, "-O2", "-s", "-Werror", *flags, str(source), "-o", str(out)]
     command += ["-framework", "SystemConfiguration", "-framework", "CoreFoundation"]
-    subprocess.run(command, check=True, env={**os.environ, **zig.env}, timeout=300)
+    subprocess.run(command, check=True, env={**os.environ, **zig.env}, timeout=300, cwd=tmp_path)
     facts = macho_facts(out, tmp_path)
     assert facts is not None
     assert {name for name, _ in facts.dylibs} == {
@@ -227,7 +227,7 @@ def test_a_dependencys_symbols_are_linked_but_never_exported_once_hidden(tmp_pat
     for name, text in sources.items():
         (tmp_path / name).write_text(text)
         subprocess.run([*zig.command, "-O2", "-c", str(tmp_path / name), "-o", str(tmp_path / f"{name}.o")],
-                       check=True, env=env, timeout=300)  # fmt: skip
+                       check=True, env=env, timeout=300, cwd=tmp_path)  # fmt: skip
     library = tmp_path / "libssl.a"
     # the host's llvm-ar of the build's LLVM, which make setup installs
     members = [str(tmp_path / "api.c.o"), str(tmp_path / "user.c.o")]
@@ -238,7 +238,7 @@ def test_a_dependencys_symbols_are_linked_but_never_exported_once_hidden(tmp_pat
     program = tmp_path / "program"
     # linked as CPython links (no -O at the link: zig strips no unreferenced function then)
     subprocess.run([*zig.command, "-s", str(tmp_path / "main.c.o"), str(library), "-o", str(program)],
-                   check=True, env=env, timeout=300)  # fmt: skip
+                   check=True, env=env, timeout=300, cwd=tmp_path)  # fmt: skip
     facts = macho_facts(program, tmp_path)
     assert facts is not None
     assert "Py_Initialize" in facts.exported and not {"SSL_new", "SSL_free"} & facts.exported
