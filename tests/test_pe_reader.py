@@ -878,6 +878,19 @@ def test_a_coff_objects_symbol_names_are_read_short_and_long():
     assert coff.is_coff_object(data) and not coff.is_coff_object(b"BC\xc0\xde" + bytes(60))
 
 
+def test_a_string_table_whose_size_says_zero_is_empty_as_windres_writes_it():
+    """The Windows build's resource objects (python_exe.rc.o) end with a string table
+    whose size field is 0, not 4: read as an empty table (as LLVM reads it), so the
+    objects' short names are read and a long name pointing into it is refused."""
+    short = coff_object([b"main", b".rsrc"])
+    said_zero = short[:-4] + struct.pack("<I", 0)
+    assert list(coff.symbol_names(said_zero)) == [(0, b"main"), (1, b".rsrc")]
+    long_name = coff_object([b"Py_Initialize"])
+    at = len(long_name) - len(b"Py_Initialize\0") - 4
+    with pytest.raises(coff.UnreadableCoff, match=r"symbol 0's name .* is outside the string table"):
+        list(coff.symbol_names(long_name[:at] + struct.pack("<I", 0)))
+
+
 def _object_tree(root: Path, files: dict[str, bytes]) -> Path:
     return tree(root / "build", files)
 

@@ -76,8 +76,11 @@ def symbol_names(data: bytes) -> Iterator[tuple[int, bytes]]:
             f"({len(data)} bytes)"
         )
     (strings_size,) = _WORD.unpack_from(data, strings_at)
+    # A size below its own 4 bytes is an empty table: the resource objects of the
+    # Windows build (windres, its .rc.o files) say 0, and LLVM reads them so.
+    strings_size = max(strings_size, _WORD.size)
     strings_end = strings_at + strings_size
-    if strings_size < _WORD.size or strings_end > len(data):
+    if strings_end > len(data):
         raise UnreadableCoff(f"its string table ({strings_size} bytes at byte {strings_at}) does not fit it")
     budget = BUDGET_PER_BYTE * len(data) + BUDGET_FLOOR
     index = 0
