@@ -1059,3 +1059,61 @@ def test_bench_measures_windows_builds_side_by_side_under_wine():
     for row in report["results"].values():
         assert set(row) == {"pgo+lto", "lto"} and all(0 < t < 60 for t in row.values())
     assert "lto/pgo+lto" in proc.stdout
+
+
+SQLITE_HALF_EXTENSION = r"""
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT1
+static void half(sqlite3_context *c, int n, sqlite3_value **v) {
+    (void)n;
+    sqlite3_result_double(c, sqlite3_value_double(v[0]) / 2.0);
+}
+__declspec(dllexport) int sqlite3_half_init(sqlite3 *db, char **e, const sqlite3_api_routines *api) {
+    (void)e;
+    SQLITE_EXTENSION_INIT2(api);
+    return sqlite3_create_function(db, "half", 1, SQLITE_UTF8, 0, half, 0, 0);
+}
+"""
+
+
+def test_an_sqlite_extension_dll_loads_under_wine_once_enabled(windows_tree, tmp_path):
+    """sqlite3's loadable extensions on Windows (CPython's _sqlite3 project defines
+    PY_SQLITE_ENABLE_LOAD_EXTENSION, which our build reads): a DLL linked by the target's
+    compiler in the build image, against our SQLite's sqlite3ext.h, is refused until
+    enable_load_extension(True) and then gives half(5) = 2.5, under Wine with its own VC
+    runtime off."""
+    out = tmp_path / "extension"
+    [artifact] = default_workspace().build.glob(f"sqlite-*-{WINDOWS.triple}.tar")
+    extract(artifact, out)
+    (out / "half.c").write_text(SQLITE_HALF_EXTENSION)
+    out.chmod(0o777)  # the build image's unprivileged builder writes the DLL here
+    env = toolchain.build_environment(WINDOWS, jobs=1, source_date_epoch=0)
+    run(
+        RunSpec(
+            image=ensure_images(default_workspace(), WINDOWS).tag,
+            command=["bash", "-euc", "$CC -shared -O2 -I/out/include /out/half.c -o /out/half.dll"],
+            what="building an SQLite extension",
+            mounts=[Mount(out, "/out", read_only=False)],
+            env=env,
+            user="1000:1000",
+        )
+    )
+    folder = tmp_path / "run"
+    shutil.copytree(windows_tree, folder / "python", symlinks=True)
+    shutil.copy(out / "half.dll", folder / "half.dll")
+    (folder / "load.py").write_text(
+        "import sqlite3\n"
+        "db = sqlite3.connect(':memory:')\n"
+        "try:\n"
+        "    db.load_extension('half')\n"
+        "except sqlite3.OperationalError as e:\n"
+        "    print('refused:', e)\n"
+        "db.enable_load_extension(True)\n"
+        "db.load_extension('half')\n"
+        "print('half(5) =', db.execute('select half(5)').fetchone()[0])\n"
+    )
+    ran = run_windows_program(
+        WINDOWS, default_workspace(), folder, "python/python.exe", ["load.py"], check=False
+    )
+    assert ran.ok, ran.stdout[-2000:] + ran.stderr[-2000:]
+    assert ran.stdout.splitlines() == ["refused: not authorized", "half(5) = 2.5"], ran.stdout
