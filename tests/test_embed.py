@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pyfreight import toolchain
+from pyfreight.toolchain import LLVM
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.embed.host_toolchain import find_toolchain
 from pyfreight.embed.link import generate_config_c
@@ -138,6 +139,14 @@ def test_lto_archives_without_that_llvm_are_refused_naming_the_version(tmp_path)
         find_toolchain("llvm-bitcode:99", "cc", tmp_path)
     with pytest.raises(PyfreightError, match="object_file_format 'wasm'"):
         find_toolchain("wasm", "cc", tmp_path)
+
+
+def test_bitcode_linked_by_a_named_compiler_keeps_the_archives_os_and_format(tmp_path):
+    """An LTO archive of another OS embedded with `--cc`: the toolchain links for that
+    OS (its flags, its executable's form), not for Linux by default."""
+    toolchain = find_toolchain(f"llvm-bitcode:{LLVM}", f"clang-{LLVM}", tmp_path, platform=WINDOWS)
+    assert toolchain.platform is WINDOWS
+    assert toolchain.object_format == f"llvm-bitcode:{LLVM}" and toolchain.bitcode_llvm == LLVM
 
 
 def test_elf_archives_use_the_given_compiler(tmp_path):

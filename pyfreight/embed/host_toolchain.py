@@ -201,4 +201,7 @@ def find_toolchain(
         bitcode_llvm=major,
         lld_dir=lld_dir,
         link_flags=(f"-B{lld_dir}", "-fuse-ld=lld", f"-Wl,--thinlto-jobs={os.cpu_count() or 1}"),
+        object_format=object_file_format,
+        platform=platform,
+        env=env,
     )
