@@ -1,4 +1,6 @@
-"""Where things live. Every other module asks here instead of building paths itself."""
+"""Where things live: the repository's top, the package's own folders, and a build's
+workspace (build/ and dist/). A module that reads a data file of the repository names
+that file beside its reader, from REPO_ROOT here (targets/, cpython/*.yaml, windows/)."""
 
 from __future__ import annotations
 

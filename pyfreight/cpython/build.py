@@ -1,5 +1,5 @@
 """Builds CPython in the build container, with every extension module built in,
-into an install tree that is then made relocatable (pyfreight.relocate)."""
+into an install tree that is then made relocatable (pyfreight.cpython.relocate)."""
 
 from __future__ import annotations
 

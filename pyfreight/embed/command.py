@@ -3,8 +3,11 @@ archive alone, the way packers consume python-build-standalone archives.
 
 Everything comes from PYTHON.json: the core objects, each chosen extension's objects
 and link annotations (system libraries by name, shipped static libraries by path), the
-inittab compile flags and the object format. Nothing is read from build/ and no
-container runs; the host's C compiler does the work."""
+inittab compile flags and the object format. Nothing is read from build/; the host's C
+compiler, or the target's pinned zig, links. A container runs only the archive's own
+interpreter where this machine cannot run it directly (a Windows archive's, under
+Wine: embed/archive_python.py), to compile the stdlib it packs and to run pip for an
+application's packages."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The pinned zig of a target whose sysroot is zig (Windows), on this machine, for
-`pyfreight embed`: the compiler and linker the archive was built with, so linking a
-Windows interpreter needs nothing installed but binutils (whose ar and nm read COFF).
+"""The pinned zig of a target whose sysroot is zig (Windows and macOS), on this machine,
+for `pyfreight embed`: the compiler and linker the archive was built with, so linking a
+Windows or macOS interpreter needs nothing installed but binutils (whose ar and nm
+read COFF) or LLVM's (Mach-O).
 The wheel is fetched and verified by sha256 like every source, unpacked once below the
 workspace's tools folder, and zig's caches are kept there too: it would write to
 ~/.cache otherwise, and it compiles the C runtime's start-up code into them once."""
