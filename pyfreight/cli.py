@@ -238,7 +238,7 @@ def cmd_validate(args: argparse.Namespace) -> None:
 
 
 def cmd_test_dist(args: argparse.Namespace) -> None:
-    from pyfreight.verify.test_dist import check_distribution
+    from pyfreight.verify.archive_trial import check_distribution
 
     for archive in args.archives:
         if not check_distribution(Path(archive), default_workspace(), tests=args.tests, limits=_limits(args)):

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from pyfreight import toolchain
-from pyfreight.toolchain import LLVM
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.embed.host_toolchain import find_toolchain
 from pyfreight.embed.link import generate_config_c
@@ -21,6 +20,7 @@ from pyfreight.errors import PyfreightError
 from pyfreight.platforms import WINDOWS
 from pyfreight.python_json import Distribution
 from pyfreight.targets import default_target
+from pyfreight.toolchain import LLVM
 from tests.conftest import pyfreight_cli
 
 

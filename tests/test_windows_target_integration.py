@@ -35,8 +35,8 @@ from pyfreight.paths import default_workspace
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import all_targets
 from pyfreight.verify.check_windows import WINE_PROCESS_MODULE, write_wine_site
+from pyfreight.verify.cpython_tests import load_test_suite
 from pyfreight.verify.pe_rules import check_pe_tree
-from pyfreight.verify.test_suite import load_test_suite
 from tests.conftest import pyfreight_cli, run_group
 
 WINDOWS = next(t for t in all_targets().values() if t.runner == "wine")

@@ -28,9 +28,9 @@ from pyfreight.records import driver_code_digest, exclusive, record_matches, wri
 from pyfreight.targets import Target
 from pyfreight.verify.check_macos import check_macos_install
 from pyfreight.verify.check_windows import check_windows_install, windows_tree_target
+from pyfreight.verify.cpython_tests import TEST_SUITE_FILE, test_suite_command
 from pyfreight.verify.elf_rules import check_tree
 from pyfreight.verify.macho_rules import macho_target
-from pyfreight.verify.test_suite import TEST_SUITE_FILE, test_suite_command
 
 CHECK_SCRIPT = IN_CONTAINER_DIR / "interpreter_checks.py"
 MOUNT = "/opt/py freight/python"  # unusual on purpose: a space, and not /install

@@ -18,8 +18,8 @@ from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR
 from pyfreight.platforms import installed_python_name
 from pyfreight.targets import Target
+from pyfreight.verify.cpython_tests import test_suite_command
 from pyfreight.verify.macho_rules import check_macho_tree
-from pyfreight.verify.test_suite import test_suite_command
 
 CHECK_SCRIPT = IN_CONTAINER_DIR / "interpreter_checks.py"
 

@@ -21,8 +21,8 @@ from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.sources.fetch import fetch_source
 from pyfreight.targets import Target, all_targets
+from pyfreight.verify.cpython_tests import test_suite_command
 from pyfreight.verify.pe_rules import check_pe_tree
-from pyfreight.verify.test_suite import test_suite_command
 
 CHECK_SCRIPT = IN_CONTAINER_DIR / "windows_checks.py"
 SHARED_CHECKS_MODULE = IN_CONTAINER_DIR / "shared_checks.py"  # the script imports it
