@@ -134,11 +134,6 @@ class Target:
         return self.libc == "glibc"
 
     @property
-    def under_wine(self) -> bool:
-        """Whether its programs run here under Wine (in the target's runtime image)."""
-        return self.runner == "wine"
-
-    @property
     def emulated(self) -> bool:
         """Whether its programs run here through an emulator (binfmt_misc, qemu-user)."""
         return self.runner == "emulator"
@@ -160,17 +155,6 @@ class Target:
         if self.pe_machine is not None:
             return "pe"
         return "macho" if self.macho_cpu is not None else "elf"
-
-    @property
-    def runs_here(self) -> bool:
-        """Whether this machine can run the target's programs at all (natively, through an
-        emulator or Wine); a macOS build is only checked statically here."""
-        return self.runner != "unavailable"
-
-    def require_running(self, what: str) -> None:
-        """Stops, with the data's reason, when `what` needs the target's programs to run."""
-        if self.unavailable_reason is not None:
-            raise PyfreightError(f"{what}: {self.triple}: {' '.join(self.unavailable_reason.split())}")
 
     @property
     def uname_machine(self) -> str:

@@ -143,7 +143,7 @@ def test_control_flow_protection_is_the_targets_own():
 def test_emulated_runs_also_skip_the_emulators_failures():
     """Cases qemu-user fails (cpython/test-suite.yaml ignore_emulated) are skipped only for
     an interpreter run through an emulator; the shared ignore list always."""
-    from pyfreight.verify.cpython_tests import load_test_suite, test_suite_command
+    from pyfreight.runners.cpython_tests import load_test_suite, test_suite_command
 
     suite = load_test_suite()
     native = test_suite_command("python3", "subset")
@@ -158,7 +158,7 @@ def test_emulated_runs_also_skip_the_emulators_failures():
 def test_wine_runs_skip_wines_failures_and_start_through_the_harness_script():
     """Cases that fail only under Wine (ignore_wine) are skipped only for a Windows
     target's run, which starts regrtest through regrtest_wine.py."""
-    from pyfreight.verify.cpython_tests import load_test_suite, test_suite_command
+    from pyfreight.runners.cpython_tests import load_test_suite, test_suite_command
 
     suite = load_test_suite()
     script = ["regrtest_wine.py"]
@@ -175,7 +175,7 @@ def test_wine_runs_skip_wines_failures_and_start_through_the_harness_script():
 
 
 def test_cases_our_build_for_an_os_lacks_are_skipped_for_its_targets_only():
-    from pyfreight.verify.cpython_tests import load_test_suite, test_suite_command
+    from pyfreight.runners.cpython_tests import load_test_suite, test_suite_command
 
     by_os = load_test_suite()["ignore_os"]
     assert by_os["windows"]
@@ -188,7 +188,7 @@ def test_cases_our_build_for_an_os_lacks_are_skipped_for_its_targets_only():
 def test_files_an_os_cannot_import_are_left_out_of_its_full_runs_only():
     """regrtest's -x takes the files of exclude_os, for the full suite; -i could not skip
     them (their import fails before any case is matched)."""
-    from pyfreight.verify.cpython_tests import load_test_suite, test_suite_command
+    from pyfreight.runners.cpython_tests import load_test_suite, test_suite_command
 
     files = sorted(load_test_suite()["exclude_os"]["windows"])
     assert "test_capi" in files
@@ -201,7 +201,7 @@ def test_files_an_os_cannot_import_are_left_out_of_its_full_runs_only():
 
 
 def test_cases_a_static_program_fails_are_skipped_for_static_interpreters_only():
-    from pyfreight.verify.cpython_tests import load_test_suite, test_suite_command
+    from pyfreight.runners.cpython_tests import load_test_suite, test_suite_command
 
     static_only = load_test_suite()["ignore_static"]
     assert static_only
@@ -212,7 +212,7 @@ def test_cases_a_static_program_fails_are_skipped_for_static_interpreters_only()
 
 
 def test_cases_a_c_library_fails_are_skipped_for_its_targets_only():
-    from pyfreight.verify.cpython_tests import load_test_suite, test_suite_command
+    from pyfreight.runners.cpython_tests import load_test_suite, test_suite_command
 
     by_libc = load_test_suite()["ignore_libc"]
     assert by_libc["musl"]

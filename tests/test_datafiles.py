@@ -22,7 +22,7 @@ from pyfreight.cpython import setup_local, versions
 from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import REPO_ROOT, SCHEMA_DIR, recipes_dir
-from pyfreight.verify import test_suite
+from pyfreight.runners import cpython_tests
 
 # data file (relative to the repository) -> its schema in schema/
 DATA_FILES = {
@@ -72,7 +72,7 @@ def test_the_loaders_read_the_real_files():
     assert "_ssl" in setup_local.load_extension_data().linked
     assert "runtime" in images.load_spec()
     assert suite.load_suite()["benchmarks"]
-    assert test_suite.load_test_suite()["subset"]
+    assert cpython_tests.load_test_suite()["subset"]
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
@@ -293,7 +293,7 @@ def test_load_suite_checks_the_schema(tmp_path, monkeypatch):
 def test_load_test_suite_checks_the_schema(tmp_path):
     path = _copy_with(tmp_path, "cpython/test-suite.yaml", _set(("subset",), ["os"]))
     with pytest.raises(PyfreightError, match="subset/0: 'os' does not match"):
-        test_suite.load_test_suite(path)
+        cpython_tests.load_test_suite(path)
 
 
 def test_every_violation_is_listed_in_field_order(tmp_path):

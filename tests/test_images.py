@@ -37,7 +37,7 @@ def test_tags_change_with_pins_only():
     assert images.build_tag(spec, target) == images.build_tag(same, target)
     repinned = _with_sysroot_pin(target, "libc6-dev", "2.31-13+deb11u99")
     assert images.build_tag(spec, repinned) != images.build_tag(spec, target)
-    assert images.runtime_tag(spec, repinned) == images.runtime_tag(spec, target)
+    assert images.unix_runtime_tag(spec, repinned) == images.unix_runtime_tag(spec, target)
     other_suite = copy.deepcopy(spec)
     other_suite["base"]["suite"] = "trixie"
     assert images.base_tag(other_suite) != images.base_tag(spec)
@@ -48,4 +48,4 @@ def test_each_target_has_its_own_build_and_runtime_images():
     spec, target = images.load_spec(), default_target()
     other = dataclasses.replace(target, debian_architecture="arm64")
     assert images.build_tag(spec, other) != images.build_tag(spec, target)
-    assert images.runtime_tag(spec, other) != images.runtime_tag(spec, target)
+    assert images.unix_runtime_tag(spec, other) != images.unix_runtime_tag(spec, target)

@@ -28,6 +28,7 @@ from pyfreight.errors import PyfreightError
 from pyfreight.formats.macho import macho_facts
 from pyfreight.formats.macho_symbols import hide_in_library
 from pyfreight.paths import REPO_ROOT, default_workspace
+from pyfreight.runners import runner_for
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import all_targets
 from pyfreight.toolchain import LLVM
@@ -59,15 +60,17 @@ def test_each_macos_target_names_its_cpu_minimum_and_signature_rule():
         # zig writes the minimum macOS from its target triple alone
         assert found.clang_triple.endswith(f"-macos.{found.macos_minimum_text}")
         assert found.python_platform_tag.startswith(f"macosx-{found.macos_minimum_text}-")
-        assert not found.runs_here and not found.native
+        assert runner_for(found).kind == "unavailable" and not found.native
         assert found.frameworks == {"CoreFoundation", "SystemConfiguration"}
     assert (ARM.uname_machine, INTEL.uname_machine) == ("arm64", "x86_64")
 
 
 def test_running_a_macos_program_here_is_refused_with_the_datas_reason():
     with pytest.raises(PyfreightError) as err:
-        ARM.require_running("check-install")
-    assert str(err.value).startswith("check-install: aarch64-apple-darwin: macOS programs cannot run on this")
+        runner_for(ARM).runtime_image(default_workspace())
+    assert str(err.value).startswith(
+        "running its programs: aarch64-apple-darwin: macOS programs cannot run on this"
+    )
 
 
 def test_macos_builds_scproxy_with_its_frameworks_uuid_from_libsystem_and_no_tkinter():

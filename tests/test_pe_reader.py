@@ -27,8 +27,8 @@ from pyfreight.formats.coff_resource import manifest_object
 from pyfreight.formats.manifest import PROGRAM_MANIFEST
 from pyfreight.formats.pe import PeFacts, UnreadablePe, pe_facts, read_pe
 from pyfreight.paths import default_workspace
+from pyfreight.platforms import target_of_tree
 from pyfreight.targets import all_targets
-from pyfreight.verify.check_windows import windows_tree_target
 from pyfreight.verify.objects import object_problems
 from pyfreight.verify.pe_rules import check_pe_tree
 
@@ -702,7 +702,7 @@ def test_files_named_like_images_must_be_images_of_the_target(images: Images, tm
         "Lib/arm.dll: machine ARM64, not AMD64 (x86_64-pc-windows-gnullvm)",
     ]
     with pytest.raises(PyfreightError, match=r"^python.exe: named like a PE image but is a Mach-O file$"):
-        windows_tree_target(root)
+        target_of_tree(root)
 
 
 def test_a_file_too_large_or_not_regular_is_a_problem_not_an_exception(tmp_path: Path):
@@ -714,7 +714,7 @@ def test_a_file_too_large_or_not_regular_is_a_problem_not_an_exception(tmp_path:
     assert facts == [] and len(problems) == 1
     assert problems[0].startswith("big.dll: 314572800 bytes, larger than any binary of ours")
     with pytest.raises(PyfreightError, match=r"python.exe: a folder where a file is expected"):
-        windows_tree_target(tmp_path)
+        target_of_tree(tmp_path)
 
 
 def test_a_hostile_file_name_stays_one_line(tmp_path: Path):

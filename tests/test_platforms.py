@@ -34,8 +34,7 @@ PER_OS = (
     "verify/elf_rules.py",
     "verify/pe_rules.py",
     "verify/macho_rules.py",
-    "verify/check_windows.py",
-    "verify/check_macos.py",
+    "runners/",
 )
 
 

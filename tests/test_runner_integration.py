@@ -11,7 +11,7 @@ import tarfile
 import pytest
 import yaml
 
-from pyfreight.container.images import ensure_images, ensure_runtime_image
+from pyfreight.container.images import ensure_images, ensure_unix_runtime
 from pyfreight.container.run import RunSpec, run
 from pyfreight.deps.scheduler import build_deps
 from pyfreight.errors import PyfreightError
@@ -144,6 +144,6 @@ def test_captured_output_that_is_not_utf8_is_kept_not_fatal():
     """A program in a container may print any bytes (CPython's tests under Wine print
     the console's code page); the runner keeps them, undecodable bytes replaced, instead
     of failing on them."""
-    image = ensure_runtime_image(default_workspace(), default_target())
+    image = ensure_unix_runtime(default_workspace(), default_target())
     result = run(RunSpec(image=image, command=["printf", "ok \\346\\n"], what="printing a stray byte"))
     assert result.ok and result.stdout == "ok \ufffd\n"

@@ -25,17 +25,22 @@ import pytest
 from pyfreight import toolchain
 from pyfreight.container.images import ensure_images
 from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.container.wine import FOLDER, run_windows_program, wine_path
 from pyfreight.cpython.versions import cpython_source
 from pyfreight.deps.recipe_build import ALLOWED_MENTION
 from pyfreight.formats import arfile
 from pyfreight.formats.tarball import extract, member_names, newest_mtime, read_member
 from pyfreight.hashing import file_sha256
 from pyfreight.paths import default_workspace
+from pyfreight.runners.cpython_tests import load_test_suite
+from pyfreight.runners.wine import (
+    FOLDER,
+    WINE_PROCESS_MODULE,
+    run_windows_program,
+    wine_path,
+    write_wine_site,
+)
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import all_targets
-from pyfreight.verify.check_windows import WINE_PROCESS_MODULE, write_wine_site
-from pyfreight.verify.cpython_tests import load_test_suite
 from pyfreight.verify.pe_rules import check_pe_tree
 from tests.conftest import pyfreight_cli, run_group
 

@@ -165,10 +165,10 @@ def test_the_windows_workflow_builds_on_linux_and_runs_the_checks_on_real_window
     for name in [*copied.split(","), "tls"]:
         assert (REPO / "pyfreight/in_container" / (name if name == "tls" else f"{name}.py")).exists(), name
     # every module the checks import, as check-install copies them
-    from pyfreight.verify import check_windows
+    from pyfreight.runners import wine
 
-    needed = (check_windows.CHECK_SCRIPT, check_windows.SHARED_CHECKS_MODULE, check_windows.BYTECODE_MODULE)
-    assert {m.stem for m in (*needed, check_windows.CHECK_WHEEL_MODULE)} <= set(copied.split(",")), copied
+    needed = (wine.CHECK_SCRIPT, wine.SHARED_CHECKS_MODULE, wine.BYTECODE_MODULE)
+    assert {m.stem for m in (*needed, wine.CHECK_WHEEL_MODULE)} <= set(copied.split(",")), copied
     assert f'\\"platform\\": \\"{windows.python_platform_tag}\\"' in script
     for scripted in ("Scripts/pip.exe", "-m test", "numpy", 'uv.exe" venv'):
         assert scripted in script, scripted

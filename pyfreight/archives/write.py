@@ -38,11 +38,9 @@ from pyfreight.archives.flavours import (
 from pyfreight.container import images, libc_sysroot
 from pyfreight.container.images import BuildImage
 from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.container.wine import C_DRIVE, run_windows_program
 from pyfreight.cpython.build import CPythonBuild, build_cpython
 from pyfreight.cpython.buildinfo import read_build_info
 from pyfreight.cpython.profiles import BOLT_PROFILE_NAME, PGO_PROFILE_NAME, SavedProfiles
-from pyfreight.cpython.recompile import BUILD_PYTHON_MOUNT
 from pyfreight.cpython.redistributable import license_text
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.deps.graph import for_os
@@ -55,17 +53,15 @@ from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.platforms import installed_python_name, platform_of
 from pyfreight.records import driver_code_digest, exclusive, record_matches, write_record
+from pyfreight.runners import runner_for
+from pyfreight.runners.container import PROBE_PREFIX
+from pyfreight.runners.unavailable import BUILD_PYTHON_MOUNT
 from pyfreight.sources.fetch import fetch_source
 from pyfreight.sources.recipes import Recipe, load_all
 from pyfreight.targets import Target, build_machine_target
 
 DESCRIBE_SCRIPT = IN_CONTAINER_DIR / "describe_python.py"
 FOREIGN_DESCRIBE_SCRIPT = IN_CONTAINER_DIR / "describe_foreign.py"
-# Where the tree is mounted while the interpreter describes itself: the prefix
-# python-build-standalone's config vars name, so packers see familiar values; a Windows
-# tree is C:\install under Wine.
-PROBE_PREFIX = "/install"
-WINDOWS_PROBE_FOLDER = "install"  # below Wine's C: drive
 STATIC_LIBPYTHON = re.compile(r"lib/(python3[^/]*/config-[^/]+/)?libpython3[^/]*\.a")
 RUN_TESTS = '''"""Runs CPython's test suite with this distribution's interpreter.
 Usage: python build/run_tests.py [arguments of python -m test]"""
@@ -122,42 +118,18 @@ def distribution_key(build: CPythonBuild, release: str) -> str:
         {
             "build": build.key,
             "release": release,
-            "images": [images.runtime_tag(spec, target), images.build_tag(spec, target)],
+            "images": [runner_for(target).runtime_tag(spec), images.build_tag(spec, target)],
             "driver": driver_code_digest(),
         }
     )
 
 
 def _probe(tree: Path, target: Target, ws: Workspace, build_python: Path | None, objects: Path) -> dict:
-    """The interpreter's own account of itself (pyfreight/in_container/describe_python.py);
-    for a target whose programs cannot run here, the build python's account of the tree
-    (in_container/describe_foreign.py)."""
-    if not target.runs_here:
-        return _probe_foreign(tree, target, ws, build_python, objects)
-    if target.under_wine:
-        result = run_windows_program(
-            target,
-            ws,
-            tree,
-            platform_of(target).layout.interpreter(tree),
-            [f"C:\\{DESCRIBE_SCRIPT.name}"],
-            what=f"describing {tree.name} under Wine",
-            mount_at=f"{C_DRIVE}/{WINDOWS_PROBE_FOLDER}",
-            mounts=[Mount(DESCRIBE_SCRIPT, f"{C_DRIVE}/{DESCRIBE_SCRIPT.name}")],
-        )
-        windows_facts: dict = json.loads(result.stdout)
-        return windows_facts
-    image = images.ensure_runtime_image(ws, target)
-    python = installed_python_name(tree)
-    spec = RunSpec(
-        image=image,
-        command=[f"{PROBE_PREFIX}/bin/{python}", "/describe.py"],
-        what=f"describing {tree.name}",
-        mounts=[Mount(tree, PROBE_PREFIX), Mount(DESCRIBE_SCRIPT, "/describe.py")],
-        name_hint="describe",
-    )
-    facts: dict = json.loads(run(spec).stdout)
-    return facts
+    """The interpreter's own account of itself (pyfreight/in_container/describe_python.py),
+    run where the target's programs run; for a target whose programs cannot run here,
+    the build python's account of the tree (in_container/describe_foreign.py)."""
+    facts = runner_for(target).describe(tree, ws, DESCRIBE_SCRIPT)
+    return facts if facts is not None else _probe_foreign(tree, target, ws, build_python, objects)
 
 
 def _probe_foreign(
@@ -177,7 +149,7 @@ def _probe_foreign(
         builtins = Path(tmp) / "builtins.txt"
         builtins.write_text("\n".join(sorted(read_build_info(objects).modules)) + "\n")
         spec = RunSpec(
-            image=images.ensure_runtime_image(ws, build_machine_target()),
+            image=images.ensure_unix_runtime(ws, build_machine_target()),
             command=[
                 f"{BUILD_PYTHON_MOUNT}/bin/{own}",
                 "/describe/describe_foreign.py",

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.container.wine import wine_path
 from pyfreight.cpython.build import build_cpython
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.platforms import installed_python_name, platform_of
+from pyfreight.runners import Runner, runner_for
+from pyfreight.targets import build_machine_target
 
 PROBE_MOUNT = "/probe"
 
@@ -25,8 +26,7 @@ class Interpreter:
     label: str  # column heading: "pgo+lto", "noopt", "debian 3.14.8-1", a --against label
     python: str  # the command inside the container
     mount: Mount | None  # the install tree of a build of ours or of --against
-    # a Windows build's python.exe, run by Wine in the target's runtime image
-    under_wine: bool = False
+    runner: Runner  # how it runs in the bench's image (Debian's and --against's: natively)
 
 
 def ours(ws: Workspace, specs: list[BuildSpec], jobs: int) -> list[Interpreter]:
@@ -35,11 +35,16 @@ def ours(ws: Workspace, specs: list[BuildSpec], jobs: int) -> list[Interpreter]:
     for index, spec in enumerate(specs):
         build = build_cpython(spec, ws, jobs=jobs)
         mount = f"/opt/ours{index}"
-        under_wine = spec.target.under_wine
-        program = platform_of(spec.target).layout.interpreter(build.tree)
-        python = wine_path(mount, program) if under_wine else f"{mount}/{program}"
-        found.append(Interpreter(str(spec.options), python, Mount(build.tree, mount), under_wine))
+        runner = runner_for(spec.target)
+        python = runner.program_name(mount, platform_of(spec.target).layout.interpreter(build.tree))
+        found.append(Interpreter(str(spec.options), python, Mount(build.tree, mount), runner))
     return found
+
+
+def this_machines_runner() -> Runner:
+    """How a Linux tree of this machine's own architecture runs in the bench's image:
+    Debian's python, and the trees handed in with --against."""
+    return runner_for(build_machine_target())
 
 
 def against(spec: str, index: int) -> Interpreter:
@@ -66,7 +71,7 @@ def against(spec: str, index: int) -> Interpreter:
     if not label or any(c.isspace() for c in label):
         raise PyfreightError(f"--against {spec}: name the column without spaces, as LABEL=PATH")
     mount = f"/opt/against{index}"
-    return Interpreter(label, f"{mount}/bin/{python}", Mount(tree, mount))
+    return Interpreter(label, f"{mount}/bin/{python}", Mount(tree, mount), this_machines_runner())
 
 
 def probe(image: str, interpreters: list[Interpreter], runs: int, log: Path) -> dict:

@@ -10,24 +10,23 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import statistics
 import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pyfreight.bench.interpreters import Interpreter, against, ours, probe
+from pyfreight.bench.interpreters import Interpreter, against, ours, probe, this_machines_runner
 from pyfreight.bench.suite import BENCHMARKS_IN_WHEEL, ensure_tools, full_suite, load_suite
 from pyfreight.container import images
 from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.container.wine import CLEAN_WINDOWS_DLLS, RUNNER, WINE, wine_path
 from pyfreight.cpython.naming import bench_names
 from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import owned
 from pyfreight.logs import say, tail
 from pyfreight.paths import REPO_ROOT, Workspace
+from pyfreight.runners import runner_for
 
 # Targets of the performance issue, as time ratios (theirs / ours; above 1: ours faster).
 TARGET_OVER_NOOPT = 1.15  # geometric mean: at least 15% faster than our noopt
@@ -62,30 +61,23 @@ def _run_one(
     folder, *extra = spec
     result = out_dir / f"{name}--{column}.json"
     result.unlink(missing_ok=True)
-    # A Windows build's python.exe, under Wine, is given the Windows names of the files.
-    path = wine_path if interp.under_wine else (lambda mounted_at, relative: f"{mounted_at}/{relative}")
+    # Each program is given the files by its own names of them (a Windows one, Wine's).
+    path = interp.runner.program_name
     script = path("/bench", f"{BENCHMARKS_IN_WHEEL}/{folder}/run_benchmark.py")
     command = [interp.python, script, "--inherit-environ", "PYTHONPATH", "-o", path("/out", result.name)]
     command += (["--fast"] if fast else []) + extra
     mounts = [Mount(site, "/bench"), Mount(out_dir, "/out", read_only=False)]
     if interp.mount:
         mounts.append(interp.mount)
-    pythonpath = wine_path("/bench", "").rstrip("\\") if interp.under_wine else "/bench"
-    env = {"PYTHONPATH": pythonpath, "HOME": "/tmp"}
-    user = f"{os.getuid()}:{os.getgid()}"
-    if interp.under_wine:
-        # As the Wine prefix's owner, in its home; Wine's own VC runtime off (wine.py).
-        command = [WINE, *command]
-        env = {"PYTHONPATH": pythonpath, "LC_ALL": "C.UTF-8", "WINEDLLOVERRIDES": CLEAN_WINDOWS_DLLS}
-        user = RUNNER
+    invocation = interp.runner.invocation(command, {"PYTHONPATH": path("/bench", "").rstrip("/\\")})
     run_spec = RunSpec(
         image=image,
-        command=command,
+        command=invocation.command,
         what=f"benchmark {name} on {interp.label}",
         output=log,
         mounts=mounts,
-        env=env,
-        user=user,
+        env=invocation.env,
+        user=invocation.user,
         name_hint="bench",
     )
     run(run_spec)
@@ -210,8 +202,10 @@ def run_bench(
 ) -> Path:
     # What the user named is checked before anything is fetched or built.
     given = [against(tree, i) for i, tree in enumerate(against_trees)]
-    if given and specs and specs[0].target.under_wine:
-        raise PyfreightError("--against gives Linux trees; a Windows build is measured beside ours only")
+    if given and specs and not runner_for(specs[0].target).bench.against:
+        raise PyfreightError(
+            f"--against gives Linux trees; a {specs[0].target.triple} build is measured beside ours only"
+        )
     if not specs or len({(s.version, s.target.triple) for s in specs}) != 1:
         raise PyfreightError("bench compares builds of one CPython version for one target")
     suite = load_suite()
@@ -230,16 +224,18 @@ def run_bench(
     chosen = {n: benchmarks[n] for n in (only or benchmarks)}
     minor, target = specs[0].minor, specs[0].target
     interpreters = ours(ws, specs, jobs) + given
-    under_wine = target.under_wine
-    debian = None if under_wine else images.ensure_debian_python_image(ws, minor)
-    if under_wine:
-        image = images.ensure_runtime_image(ws, target)
-        say(f"bench: {target.triple} runs under Wine in its runtime image: ours only, no start-up probe")
-    elif debian:
+    runner = runner_for(target)
+    debian = images.ensure_debian_python_image(ws, minor) if runner.bench.debian else None
+    if debian:
         image, version = debian
-        interpreters.append(Interpreter(f"debian {version}", f"/usr/bin/python{minor}", None))
+        interpreters.append(
+            Interpreter(f"debian {version}", f"/usr/bin/python{minor}", None, this_machines_runner())
+        )
+    elif not runner.bench.debian:
+        image = runner.runtime_image(ws)
+        say(f"bench: {target.triple} {runner.bench.says}")
     else:
-        image = images.ensure_runtime_image(ws, target)
+        image = runner.runtime_image(ws)
         say(f"bench: Debian serves no CPython {minor} (dockerfiles/images.yaml debian_python): ours only")
     labels = [i.label for i in interpreters]
     if len(set(labels)) != len(labels):
@@ -254,7 +250,7 @@ def run_bench(
     log = ws.logs / f"bench-{stem}.log"
     log.write_text("")
     probed = {}
-    if not under_wine:  # the probe reads Linux's process accounting (wait4, VmHWM)
+    if runner.bench.startup_probe:  # it reads Linux's process accounting (wait4, VmHWM)
         say(f"bench: describing {len(interpreters)} interpreters, start-up memory, {STARTUP_PROBE_RUNS} runs")
         probed = probe(image, interpreters, STARTUP_PROBE_RUNS, log)
     results: dict[str, dict[str, float]] = {}
@@ -280,7 +276,7 @@ def run_bench(
     report = {
         "python": specs[0].version,
         "target": target.triple,
-        "runner": target.runner,
+        "runner": runner.kind,
         "suite": suite_name,
         "pyfreight": _commit(),
         "interpreters": labels,

@@ -81,10 +81,15 @@ def build_tag(spec: dict, target: Target) -> str:
     return f"pyfreight-build:{_digest('build', base_tag(spec), sysroot_digest(target), files, runtime)}"
 
 
-def runtime_tag(spec: dict, target: Target) -> str:
-    if target.under_wine:
-        dockerfile = (DOCKERFILES_DIR / WINE_DOCKERFILE).read_text()
-        return f"pyfreight-runtime:{_digest('wine', base_tag(spec), dict(target.wine_packages), dockerfile)}"
+def wine_runtime_tag(spec: dict, target: Target) -> str:
+    """The runtime image of a target whose programs run under Wine (runners/wine.py)."""
+    dockerfile = (DOCKERFILES_DIR / WINE_DOCKERFILE).read_text()
+    return f"pyfreight-runtime:{_digest('wine', base_tag(spec), dict(target.wine_packages), dockerfile)}"
+
+
+def unix_runtime_tag(spec: dict, target: Target) -> str:
+    """The runtime image of a target whose programs run in a container of their own
+    (runners/container.py): the older Debian suite of its architecture, or its own libc."""
     if target.runtime_tools is not None:  # no Debian: the target's own libc and tools
         tools = libc_sysroot.platform_recipe(target.runtime_tools, target, "runtime_tools")
         parts: tuple[object, ...] = ("libc-only", sysroot_digest(target), libc_sysroot.recipe_digest(tools))
@@ -358,15 +363,13 @@ def _write_manifest(tag: str, ws: Workspace) -> Path:
     return path
 
 
-def ensure_runtime_image(ws: Workspace, target: Target) -> str:
+def ensure_unix_runtime(ws: Workspace, target: Target) -> str:
     """The image installs for `target` are checked in (an older Debian than the
-    builder's, of the target's architecture)."""
+    builder's, of the target's architecture, or one holding only its own libc)."""
     docker.require_engine()
     require_emulator(target)
     spec = load_spec()
-    tag = runtime_tag(spec, target)
-    if not docker.image_id(tag) and target.under_wine:
-        return _ensure_wine(spec, target, ws, tag)
+    tag = unix_runtime_tag(spec, target)
     if not docker.image_id(tag) and target.runtime_tools is not None:
         image = ensure_images(ws, target)  # and the sysroot, whose loader and C library it holds
         sysroot_tar = ws.images / f"sysroot-{sysroot_digest(target)}.tar"
@@ -376,6 +379,14 @@ def ensure_runtime_image(ws: Workspace, target: Target) -> str:
         mirrors = find_debian_mirrors()
         _ensure_rootfs_image(tag, spec["runtime"], ws, mirrors, architecture, target.emulator_env)
     return tag
+
+
+def ensure_wine_runtime(ws: Workspace, target: Target) -> str:
+    """The image a Windows target's programs run in under Wine (runners/wine.py)."""
+    docker.require_engine()
+    spec = load_spec()
+    tag = wine_runtime_tag(spec, target)
+    return tag if docker.image_id(tag) else _ensure_wine(spec, target, ws, tag)
 
 
 def _ensure_wine(spec: dict, target: Target, ws: Workspace, tag: str) -> str:

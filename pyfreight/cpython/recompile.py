@@ -11,24 +11,17 @@ import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from pyfreight.container.images import ensure_runtime_image
 from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.cpython.options import INSTALL_PREFIX
 from pyfreight.paths import Workspace
-from pyfreight.platforms import installed_python_name
-from pyfreight.targets import Target, build_machine_target
+from pyfreight.runners import runner_for
+from pyfreight.targets import Target
 
 
 def compile_command(python: str, sources: Sequence[PurePosixPath]) -> list[str]:
     """compileall of `sources` (paths as the container sees them) by `python`."""
     args = [python, "-E", "-m", "compileall", "-q", "-j1", "--invalidation-mode", "checked-hash"]
     return [*args, "-o", "0", "-o", "1", "-o", "2", *map(str, sources)]
-
-
-# Where a cross build's build python is mounted when it compiles for a target whose
-# programs cannot run here (macOS): bytecode depends on the CPython version only, and
-# `make install` compiled the rest of the tree with that same build python.
-BUILD_PYTHON_MOUNT = "/build-python"
 
 
 def recompile(
@@ -46,21 +39,13 @@ def recompile(
     if not sources:
         return
     inside = PurePosixPath(INSTALL_PREFIX)
-    python = str(inside / "bin" / installed_python_name(tree))
-    image_target = target
-    mounts = [Mount(tree, INSTALL_PREFIX, read_only=False)]
-    if not target.runs_here:
-        if build_python is None:
-            raise AssertionError(f"{target.triple}: compiling its bytecode needs the build python")
-        image_target = build_machine_target()
-        python = f"{BUILD_PYTHON_MOUNT}/bin/{installed_python_name(build_python)}"
-        mounts.append(Mount(build_python, BUILD_PYTHON_MOUNT, read_only=True))
+    compiler = runner_for(target).bytecode_compiler(ws, tree, INSTALL_PREFIX, build_python)
     spec = RunSpec(
-        image=ensure_runtime_image(ws, image_target),
-        command=compile_command(python, [inside / s.relative_to(tree) for s in sources]),
+        image=compiler.image,
+        command=compile_command(compiler.python, [inside / s.relative_to(tree) for s in sources]),
         what="compileall of the relocated files",
         output=log,
-        mounts=mounts,
+        mounts=[Mount(tree, INSTALL_PREFIX, read_only=False), *compiler.mounts],
         env={"PYTHONHASHSEED": "0"},
         user=f"{os.getuid()}:{os.getgid()}",  # the files stay the caller's
         name_hint="recompile",

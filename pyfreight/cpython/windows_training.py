@@ -13,20 +13,18 @@ from pathlib import Path
 from pyfreight.container.build_image import BuildImage
 from pyfreight.container.build_job import BuildJob, container_user, run_build_job
 from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.container.wine import FOLDER, run_windows_program, wine_path
 from pyfreight.cpython.options import INSTALL_PREFIX
 from pyfreight.cpython.profiles import PGO_PROFILE_NAME
 from pyfreight.cpython.progress import CPythonPhases
 from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
-from pyfreight.paths import IN_CONTAINER_DIR, Workspace
+from pyfreight.paths import Workspace
+from pyfreight.runners.wine import FOLDER, REGRTEST_SCRIPT, WINE_PROCESS_MODULE, WineRunner, wine_path
 from pyfreight.targets import Target
 
 # CPython's tests under Wine need regrtest's harness adapted (in_container/regrtest_wine.py
 # says how), and the script imports wine_process.py from beside it.
-REGRTEST_SCRIPT = IN_CONTAINER_DIR / "regrtest_wine.py"
-WINE_PROCESS_MODULE = IN_CONTAINER_DIR / "wine_process.py"
 TREE = "instrumented"  # the instrumented tree, in the training folder
 RAW = "profiles"  # where each instrumented image writes its counters, in that folder
 # The PGO task, as CPython's own builds run it; a test stuck under Wine ends at the
@@ -62,14 +60,12 @@ def train(
                 path.chmod(0o755 if path.is_dir() or path.suffix in (".exe", ".dll") else 0o644)
         raw.chmod(0o777)  # written by Wine's user, then by the build image's
         say("PGO: training the instrumented interpreter under Wine (python -m test --pgo)")
-        result = run_windows_program(
-            target,
+        result = WineRunner(target).run_program(
             ws,
             folder,
             f"{TREE}/python.exe",
             [REGRTEST_SCRIPT.name, *TRAINING_ARGUMENTS],
             what="PGO training under Wine",
-            check=False,
             output=log,
             # %m: one file per instrumented image (python.exe, python3XX.dll, …),
             # which every process of the training merges its counters into.

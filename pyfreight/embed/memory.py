@@ -21,11 +21,12 @@ from pyfreight.embed import application
 from pyfreight.embed.application import MainSpec
 from pyfreight.embed.archive_python import run_archive_python
 from pyfreight.embed.link import EmbedPlan, Linker, build_libpython, link_executable
-from pyfreight.embed.windows_packages import install_under_wine, refuse_compiled
+from pyfreight.embed.windows_packages import install_offline, refuse_compiled
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say, tail
 from pyfreight.paths import Workspace, default_workspace
 from pyfreight.python_json import Distribution
+from pyfreight.runners import runner_for
 
 
 @dataclass(frozen=True)
@@ -221,14 +222,14 @@ def _stage_application(
         site, packed = linker.work / "site", linker.work / "site-packed"
         for folder in (site, packed):
             shutil.rmtree(folder, ignore_errors=True)
-        if archive.build.target.under_wine:
-            wheels = [w.resolve() for w in options.wheels]
-            requirements = options.requirements.resolve() if options.requirements else None
-            install_under_wine(archive, linker.work, wheels, requirements, site, linker.log, ws)
-        else:
+        if runner_for(archive.build.target).network:  # the archive's pip reaches an index
             application.install_third_party(
                 archive.python_exe, options.wheels, options.requirements, site, linker.log
             )
+        else:  # this machine's pip downloads the wheels, and the archive's installs them offline
+            wheels = [w.resolve() for w in options.wheels]
+            requirements = options.requirements.resolve() if options.requirements else None
+            install_offline(archive, linker.work, wheels, requirements, site, linker.log, ws)
         exclude += application.split_site(site, packed, on_disk)
         if linker.toolchain.platform.interpreter_in_dll:  # what a compiled module imports
             refuse_compiled(on_disk, archive)

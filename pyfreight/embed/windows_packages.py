@@ -39,7 +39,7 @@ def download_wheels(archive: Distribution, requirements: Path, wheels: Path, log
     run_pip(command, "download the application's wheels", log)
 
 
-def install_under_wine(
+def install_offline(
     archive: Distribution,
     work: Path,
     given: list[Path],
@@ -48,8 +48,9 @@ def install_under_wine(
     log: Path,
     ws: Workspace,
 ) -> None:
-    """pip install --target `site` (inside `work`) by the archive's interpreter under Wine,
-    offline, from the given wheels and those the requirements download."""
+    """pip install --target `site` (inside `work`) by the archive's interpreter where its
+    runner runs it (under Wine, with no network), offline, from the given wheels and
+    those the requirements download."""
     check_package_inputs(given, requirements)
     wheels = work / "wheels"
     shutil.rmtree(wheels, ignore_errors=True)

@@ -25,6 +25,7 @@ or blob holding it and no further than MAX_NAME_BYTES, and charged before it is 
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.untrusted import read_binary, read_head, regular_files
+from pyfreight.targets import Target, all_targets
 
 # The first four bytes, as a little-endian number: a thin 64-bit little-endian file
 # (the only kind we read), and the kinds we recognise only to refuse.
@@ -188,17 +190,6 @@ class FatMacho(UnreadableMacho):
 
 class _Malformed(Exception):
     """A structure that does not fit the file; becomes UnreadableMacho, with the name."""
-
-
-def is_macho(path: Path) -> bool:
-    """Whether `path` starts like a Mach-O file of any kind (thin 64-bit, 32-bit or
-    big-endian, or fat): the ones we cannot read are named by macho_facts, not skipped.
-    A symlink is followed (bin/python3 names the interpreter); anything but a regular
-    file (a fifo would block the read) is not one."""
-    try:
-        return starts_like_macho(read_head(path.resolve(), path.name, HEAD_BYTES))
-    except (PyfreightError, OSError, RuntimeError):  # RuntimeError: a symlink loop, before 3.13
-        return False
 
 
 def starts_like_macho(head: bytes) -> bool:
@@ -766,3 +757,21 @@ def _hash_problems(data: bytes, dataoff: int, blobs: dict[int, bytes], cd: _Dire
         elif stored.strip(b"\0") and cd.digest(blobs.get(slot, b"")) != stored:
             problems.append(f"its blob of slot {slot} does not match its hash")
     return problems
+
+
+def macho_target(executable: Path) -> Target:
+    """The macOS target of a Mach-O interpreter, by its CPU. `executable` may be a
+    symlink (bin/python3): the file it names is read."""
+    try:
+        real = executable.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop, before Python 3.13
+        raise PyfreightError(f"{executable}: cannot be resolved ({exc})") from None
+    # The header alone: the tree's rules read the whole file, and name what is wrong
+    # with it by its place in the tree.
+    cpu = macho_cpu(real, printable(os.fsencode(real.name)))
+    for found in all_targets().values():
+        if found.macho_cpu is not None and found.macho_cpu == cpu:
+            return found
+    raise PyfreightError(
+        f"{executable}: a Mach-O {cpu} executable, which no target of targets/*.yaml describes"
+    )

@@ -39,6 +39,7 @@ from pathlib import Path
 from pyfreight.errors import PyfreightError
 from pyfreight.formats import untrusted
 from pyfreight.formats.manifest import MAX_MANIFEST
+from pyfreight.targets import Target, all_targets
 
 MZ = b"MZ"
 NUL = b"\0"
@@ -736,3 +737,15 @@ def _sections(data: bytes, header: _FileHeader, optional: _OptionalHeader) -> li
         end_of_previous = rva + extent
         sections.append(_Section(rva=rva, mapped=min(raw_size, extent), raw=raw))
     return sections
+
+
+def pe_target(executable: Path, tree: Path) -> Target:
+    """The target of a Windows interpreter (python.exe, inside `tree`), from its PE
+    machine. Anything else named so (a folder, a link, a file that is no PE image)
+    raises, in one line."""
+    # Raises, naming it, for all but a regular file of a bounded size holding a PE image.
+    facts = pe_image(executable, tree)
+    found = [t for t in all_targets().values() if t.pe_machine == facts.machine]
+    if not found:
+        raise PyfreightError(f"{executable}: no target in targets/ builds {facts.machine} PE files")
+    return found[0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.untrusted import read_head
 from pyfreight.platforms.base import EmbedLibraries, Platform, TreeLayout
 from pyfreight.platforms.linux import LINUX
 from pyfreight.platforms.macos import MACOS
@@ -23,7 +24,7 @@ NATIVE_OBJECT_FORMATS = frozenset(p.object_format for p in PLATFORMS.values())
 __all__ = [
     "LAYOUTS", "LINUX", "MACOS", "NATIVE_OBJECT_FORMATS", "PLATFORMS", "UNIX_LAYOUT", "WINDOWS",
     "WINDOWS_LAYOUT", "EmbedLibraries", "Platform", "TreeLayout", "installed_python_name", "layout_of",
-    "platform_of",
+    "platform_of", "target_of_interpreter", "target_of_tree",
 ]  # fmt: skip
 
 
@@ -43,3 +44,40 @@ def platform_of(target: Target) -> Platform:
 def layout_of(tree: Path) -> TreeLayout | None:
     """The layout a tree has, from what is at its top; None when it has neither."""
     return next((layout for layout in LAYOUTS if (tree / layout.marker).exists()), None)
+
+
+# Enough of a file's start to tell ELF, PE and Mach-O apart.
+HEAD_BYTES = 64
+
+
+def target_of_tree(tree: Path) -> Target:
+    """Which target an install tree is for, read from its interpreter's binary (python.exe
+    at its top, or bin/python3.X): the one answer validate, test-dist and check-install
+    use. Raises, in one line, for a tree no target's platform recognises."""
+    layout = layout_of(tree)
+    if layout is None:
+        raise PyfreightError(f"{tree}: no install tree here (bin/ or python.exe at its top)")
+    return target_of_interpreter(tree / layout.interpreter(tree), tree, layout)
+
+
+def target_of_interpreter(executable: Path, tree: Path, layout: TreeLayout) -> Target:
+    """The target the interpreter `executable` (inside `tree`, of `layout`; a symlink is
+    followed) was built for, by the platform of that layout whose binary format it has."""
+    candidates = [platform for platform in PLATFORMS.values() if platform.layout is layout]
+    try:
+        resolved = executable.resolve(strict=True)
+        inside = resolved.is_relative_to(tree.resolve(strict=True))
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop, before Python 3.13
+        raise PyfreightError(f"{executable}: cannot be read ({exc})") from None
+    if not inside:
+        raise PyfreightError(f"{executable} points outside the tree")
+    if len(candidates) > 1:  # the same layout on several OSes: the binary's format tells
+        head = read_head(resolved, executable.name, HEAD_BYTES)
+        formats = " or ".join(platform.binary_format for platform in candidates)
+        candidates = [platform for platform in candidates if platform.is_own_binary(head)]
+        if not candidates:
+            raise PyfreightError(
+                f"{executable}: not an interpreter of any target (an {formats} file expected)"
+            )
+    # the one platform left reads it, and says what it is when it is not its own
+    return candidates[0].target_of_interpreter(resolved, tree.resolve())

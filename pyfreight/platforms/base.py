@@ -11,6 +11,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyfreight.targets import Target
 
 
 class TreeLayout(ABC):
@@ -88,6 +92,15 @@ class Platform(ABC):
     llvm_binutils: bool  # embed archives and reads objects with LLVM's ar and nm
     archiver_flags: tuple[str, ...]  # the format ar writes for this OS's linker
     thread_flags: tuple[str, ...]  # what a program embedding libpython links threads with
+
+    @abstractmethod
+    def is_own_binary(self, head: bytes) -> bool:
+        """Whether a file starting with `head` is a binary of this OS's format."""
+
+    @abstractmethod
+    def target_of_interpreter(self, executable: Path, tree: Path) -> Target:
+        """The target an interpreter of this OS's format (inside `tree`) was built for,
+        read from its binary; raises, in one line, for one no target describes."""
 
     @abstractmethod
     def embed_link_flags(self, libraries: EmbedLibraries, exports: bool) -> list[str]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pyfreight.formats.elf import tree_target
 from pyfreight.platforms.base import BlobAssembly, EmbedLibraries, Platform
 from pyfreight.platforms.unix import UNIX_LAYOUT
+from pyfreight.targets import Target
 
 
 class Linux(Platform):
@@ -28,6 +30,12 @@ class Linux(Platform):
     llvm_binutils = False
     archiver_flags = ()
     thread_flags = ("-pthread",)
+
+    def is_own_binary(self, head: bytes) -> bool:
+        return head.startswith(b"\x7fELF")
+
+    def target_of_interpreter(self, executable: Path, tree: Path) -> Target:
+        return tree_target(executable)
 
     def embed_link_flags(self, libraries: EmbedLibraries, exports: bool) -> list[str]:
         # The shipped libraries as a group (their order among themselves does not matter).

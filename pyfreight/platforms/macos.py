@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pyfreight.formats.macho import macho_target, starts_like_macho
 from pyfreight.platforms.base import BlobAssembly, EmbedLibraries, Platform
 from pyfreight.platforms.unix import UNIX_LAYOUT
+from pyfreight.targets import Target
 
 
 class MacOS(Platform):
@@ -34,6 +36,12 @@ class MacOS(Platform):
     # writes GNU's unless told)
     archiver_flags = ("--format=darwin",)
     thread_flags = ("-pthread",)
+
+    def is_own_binary(self, head: bytes) -> bool:
+        return starts_like_macho(head)
+
+    def target_of_interpreter(self, executable: Path, tree: Path) -> Target:
+        return macho_target(executable)
 
     def embed_link_flags(self, libraries: EmbedLibraries, exports: bool) -> list[str]:
         # The linker takes archives in any order; frameworks by name; the 16 MiB

@@ -9,7 +9,9 @@ from pathlib import Path
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.coff_resource import manifest_object
 from pyfreight.formats.manifest import PROGRAM_MANIFEST
+from pyfreight.formats.pe import pe_target
 from pyfreight.platforms.base import BlobAssembly, EmbedLibraries, Platform, TreeLayout
+from pyfreight.targets import Target
 
 # A Windows tree's interpreter DLL and the stable ABI's forwarder to it: python314.dll
 # and python3.dll, or python314t.dll and python3t.dll for a free-threaded build.
@@ -61,6 +63,12 @@ class Windows(Platform):
     llvm_binutils = False
     archiver_flags = ()
     thread_flags = ()
+
+    def is_own_binary(self, head: bytes) -> bool:
+        return head.startswith(b"MZ")
+
+    def target_of_interpreter(self, executable: Path, tree: Path) -> Target:
+        return pe_target(executable, tree)
 
     def embed_link_flags(self, libraries: EmbedLibraries, exports: bool) -> list[str]:
         # lld takes archives in any order and keeps their symbols private to the image

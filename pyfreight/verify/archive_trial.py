@@ -5,33 +5,20 @@ entry of its PYTHON.json runs too."""
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
 from pathlib import Path
 
 from pyfreight.archives.flavours import recognise
-from pyfreight.container.images import ensure_runtime_image
-from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.container.wine import C_DRIVE, run_windows_program, wine_path
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.elf import tree_target
-from pyfreight.formats.macho import is_macho
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, extract
 from pyfreight.leftovers import owned, scratch_folder
 from pyfreight.logs import say
-from pyfreight.paths import IN_CONTAINER_DIR, Workspace
-from pyfreight.platforms import layout_of
+from pyfreight.paths import Workspace
+from pyfreight.platforms import layout_of, target_of_tree
 from pyfreight.python_json import checked_document
+from pyfreight.runners import runner_for
 from pyfreight.verify.check_install import check_install
-from pyfreight.verify.check_macos import runs_on_this_machine
-from pyfreight.verify.check_windows import REGRTEST_SCRIPT, WINE_SITE, windows_tree_target, write_wine_site
-from pyfreight.verify.macho_rules import macho_target
 from pyfreight.verify.objects import object_problems
 
-# What adapts CPython's test harness to Wine (in_container/regrtest_wine.py), on the
-# run's PYTHONPATH as C:\WINE_SITE.
-WINE_SITECUSTOMIZE = IN_CONTAINER_DIR / "wine_sitecustomize.py"
-MOUNT = "/srv/unpacked dist/python"  # a space, and not where check-install puts trees
 RUN_TESTS_ARGS = ["test_json", "test_zlib"]  # quick: proves the entry point runs the suite
 
 
@@ -107,38 +94,7 @@ def _check_objects(root: Path, archive: Path) -> None:
 
 
 def _run_tests_entry(root: Path, document: dict, tree: Path, ws: Workspace) -> bool | None:
-    """The run_tests script of PYTHON.json, by its python_exe, where the target's
-    programs run: in its runtime image, under Wine, or directly on a Mac of its CPU
-    (None: not on this machine)."""
-    windows = windows_tree_target(tree)
-    if windows is not None:
-        with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("wine-site")) as folder:
-            site = write_wine_site(Path(folder), WINE_SITECUSTOMIZE, beside=(REGRTEST_SCRIPT,))
-            return run_windows_program(
-                windows,
-                ws,
-                root,
-                document["python_exe"],
-                [document["run_tests"], *RUN_TESTS_ARGS],
-                what="the run_tests entry under Wine",
-                check=False,
-                output="terminal",
-                mounts=[Mount(site, f"{C_DRIVE}/{WINE_SITE}")],
-                env={"PYTHONPATH": wine_path(C_DRIVE, WINE_SITE)},
-            ).ok
-    python = root / document["python_exe"]
-    if is_macho(python):  # a macOS tree: run directly, and only on a Mac of its CPU
-        macos = macho_target(python)
-        if not runs_on_this_machine(macos):
-            return None
-        command = [str(python), str(root / document["run_tests"]), *RUN_TESTS_ARGS]
-        return subprocess.run(command, cwd=ws.scratch).returncode == 0
-    spec = RunSpec(
-        image=ensure_runtime_image(ws, tree_target(python)),
-        command=[f"{MOUNT}/{document['python_exe']}", f"{MOUNT}/{document['run_tests']}", *RUN_TESTS_ARGS],
-        what="the run_tests entry",
-        output="terminal",
-        mounts=[Mount(root, MOUNT)],
-        name_hint="run-tests",
-    )
-    return run(spec, check=False).ok
+    """The run_tests script of PYTHON.json, by its python_exe, where the tree's target's
+    programs run (runners/); None where they do not run on this machine."""
+    runner = runner_for(target_of_tree(tree))
+    return runner.run_tests_entry(root, document["python_exe"], document["run_tests"], RUN_TESTS_ARGS, ws)

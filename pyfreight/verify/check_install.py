@@ -1,6 +1,9 @@
-"""`pyfreight check-install`: judges an install tree the way a user meets it, in a
-clean container of an older Debian than the builder's, holding nothing but the tree,
-mounted read-only at a path with a space in it."""
+"""`pyfreight check-install`: judges an install tree the way a user meets it. First the
+rules of its binaries' format, here (verify/elf_rules.py, pe_rules.py, macho_rules.py);
+a tree that breaks them may be anything, and none of it is run. Then the target's
+runner (runners/) runs the checks and CPython's tests where its programs run: a clean
+container of an older Debian than the builder's holding nothing but the tree, Wine, or
+a Mac; where nothing runs them, the rules are all."""
 
 from __future__ import annotations
 
@@ -8,38 +11,30 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from pyfreight.container.images import (
-    ensure_debian_python_image,
-    ensure_runtime_image,
-    load_spec,
-    runtime_tag,
-)
-from pyfreight.container.run import Mount, RunSpec, run
+from pyfreight.container.images import ensure_debian_python_image, load_spec
+from pyfreight.container.run import RunSpec, run
 from pyfreight.cpython.build import CPythonBuild
 from pyfreight.errors import PyfreightError
-from pyfreight.formats.elf import interpreter_identity, tree_target
-from pyfreight.formats.macho import is_macho
-from pyfreight.formats.untrusted import judge_tree
+from pyfreight.formats.untrusted import UntrustedTree, judge_tree
 from pyfreight.hashing import file_sha256, json_sha256
 from pyfreight.logs import say
-from pyfreight.paths import IN_CONTAINER_DIR, Workspace
-from pyfreight.platforms import installed_python_name
+from pyfreight.paths import Workspace
+from pyfreight.platforms import layout_of, platform_of, target_of_tree
 from pyfreight.records import driver_code_digest, exclusive, record_matches, write_record
+from pyfreight.runners import runner_for
+from pyfreight.runners.cpython_tests import TEST_SUITE_FILE, test_suite_command
 from pyfreight.targets import Target
-from pyfreight.verify.check_macos import check_macos_install
-from pyfreight.verify.check_windows import check_windows_install, windows_tree_target
-from pyfreight.verify.cpython_tests import TEST_SUITE_FILE, test_suite_command
 from pyfreight.verify.elf_rules import check_tree
-from pyfreight.verify.macho_rules import macho_target
+from pyfreight.verify.macho_rules import check_macho_tree
+from pyfreight.verify.pe_rules import check_pe_tree
 
-CHECK_SCRIPT = IN_CONTAINER_DIR / "interpreter_checks.py"
-MOUNT = "/opt/py freight/python"  # unusual on purpose: a space, and not /install
-WRITABLE_COPY = "/tmp/py-copy"  # where --tests full copies the tree
-
-
-def _has_test(tree: Path, python: str) -> Callable[[str], bool]:
-    tests_dir = tree / "lib" / python / "test"
-    return lambda name: bool(list(tests_dir.glob(f"{name}.py")) + list(tests_dir.glob(f"{name}/")))
+# The rules of each binary format (platforms' binary_format): every binary of the tree
+# read, the problems found, one line each.
+RULES: dict[str, tuple[str, Callable[[Path, Target], tuple[list, list[str]]]]] = {
+    "elf": ("ELF", check_tree),
+    "pe": ("PE", check_pe_tree),
+    "macho": ("Mach-O", check_macho_tree),
+}
 
 
 def check_debian_test_suite(ws: Workspace, minor: str, tests: str) -> bool:
@@ -65,82 +60,27 @@ def check_debian_test_suite(ws: Workspace, minor: str, tests: str) -> bool:
 
 
 def check_install(tree: Path, ws: Workspace, tests: str = "subset", target: Target | None = None) -> bool:
-    """Runs every check; prints a line per check; True when all passed. The target is the
-    build's when it is known, else the one the tree's interpreter was linked for."""
+    """Every check; prints a line per check; True when all passed. The target is the
+    build's when it is known, else the one the tree's interpreter was built for."""
     tree = tree.resolve()
     judge_tree(tree)  # before any reader opens a file of it
-    windows = _pe_target(tree, target)
-    if windows is not None:
-        return check_windows_install(tree, ws, tests, windows)
-    python = installed_python_name(tree)
-    if is_macho(tree / "bin" / python):
-        return check_macos_install(tree, tests, target or macho_target(tree / "bin" / python))
-    if tests != "none" and not (tree / "lib" / python / "test").is_dir():
+    target = target or target_of_tree(tree)
+    layout = platform_of(target).layout
+    if layout_of(tree) is not layout:
+        raise PyfreightError(f"{tree}: not a {target.triple} install tree (no {layout.marker} at its top)")
+    if tests != "none" and not (tree / layout.stdlib(tree) / "test").is_dir():
         raise PyfreightError(
             f"{tree} has no test package (install_only_stripped archives leave it out): use --tests none"
         )
-    target = target or tree_target(tree / "bin" / python)
-    static = interpreter_identity(tree / "bin" / python)[1] is None
-    facts, problems = check_tree(tree, target)
-    newest = max((f.glibc for f in facts if f.glibc), default=None)
-    say(f"ELF files: {len(facts)}; newest GLIBC needed: {'.'.join(map(str, newest or ()))}")
+    label, rules = RULES[platform_of(target).binary_format]
+    facts, problems = rules(tree, target)
+    say(f"{label} files: {len(facts)}, {len(problems)} problem(s) for {target.triple}")
     for problem in problems:
         print(f"FAIL  {problem}")
-    image = ensure_runtime_image(ws, target)
-    script = (
-        f'set -eu; ln -s "{MOUNT}/bin/{python}" /usr/local/bin/pf-python; '
-        # through a symlink from another directory, from another working directory
-        'cd /tmp && pf-python -c "import sys, os; assert os.path.realpath(sys.prefix) == '
-        f"'{MOUNT}', sys.prefix\" && echo 'PASS  runs through a symlink' && "
-        f'"{MOUNT}/bin/{python}" /check/interpreter_checks.py'
-    )
-    if tests == "full":
-        # Some tests write beside the stdlib (compiled files, test data); the mounted
-        # tree is read-only, so the whole suite runs on a writable copy of it.
-        command = shlex.join(
-            test_suite_command(
-                f"{WRITABLE_COPY}/bin/{python}",
-                tests,
-                runner=target.runner,
-                libc=target.libc,
-                os_name=target.os,
-                static=static,
-            )
-        )
-        script += (
-            f' && cp -a "{MOUNT}" {WRITABLE_COPY} && echo "running CPython tests (full, on a writable copy)"'
-            f" && cd /tmp && {command}"
-        )
-    elif tests != "none":
-        command = shlex.join(
-            test_suite_command(
-                f"{MOUNT}/bin/{python}",
-                tests,
-                _has_test(tree, python),
-                runner=target.runner,
-                libc=target.libc,
-                os_name=target.os,
-                static=static,
-            )
-        )
-        script += f" && echo 'running CPython tests ({tests})' && cd /tmp && {command}"
-    spec = RunSpec(
-        image=image,
-        command=["sh", "-c", script],
-        what="check-install",
-        output="terminal",
-        mounts=[Mount(tree, MOUNT), Mount(CHECK_SCRIPT.parent, "/check")],
-        name_hint="check-install",
-    )
-    return run(spec, check=False).ok and not problems
-
-
-def _pe_target(tree: Path, target: Target | None) -> Target | None:
-    """The target of a tree of PE files (python.exe at its top): the build's, or the one
-    of the executable's machine; None for any other tree."""
-    if target is not None:
-        return target if target.pe_machine else None
-    return windows_tree_target(tree)
+    if problems:
+        # A tree whose binaries break the rules may be anything: none of it is run.
+        raise UntrustedTree(tree, len(problems), label)
+    return runner_for(target).check(tree, ws, tests)
 
 
 def check_build(build: CPythonBuild, ws: Workspace, tests: str = "subset") -> bool:
@@ -148,13 +88,11 @@ def check_build(build: CPythonBuild, ws: Workspace, tests: str = "subset") -> bo
     inputs: the build, the checks (the driver's code and the test-suite list) and the
     image they run in. Only a pass is recorded, so a failure is always run again."""
     build.spec.target.require("check_install")
-    if not build.spec.target.runs_here:  # macOS: its Mach-O rules (and on a Mac, its runs)
-        return check_macos_install(build.tree, tests, build.spec.target)
     key = json_sha256(
         {
             "build": build.key,
             "tests": tests,
-            "runtime_image": runtime_tag(load_spec(), build.spec.target),
+            "runtime_image": runner_for(build.spec.target).runtime_tag(load_spec()),
             "driver": driver_code_digest(),
             "test_suite": file_sha256(TEST_SUITE_FILE),
         }

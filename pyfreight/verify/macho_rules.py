@@ -17,23 +17,20 @@ formats/macho.py."""
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 from pathlib import Path, PurePosixPath
 
-from pyfreight.errors import PyfreightError
 from pyfreight.formats.macho import (
     HEAD_BYTES,
     MachoFacts,
     UnreadableMacho,
-    macho_cpu,
     macho_facts_of,
     printable,
     starts_like_macho,
 )
 from pyfreight.formats.untrusted import UntrustedFile, read_binary, read_head, walk
-from pyfreight.targets import Target, all_targets
+from pyfreight.targets import Target
 from pyfreight.verify.exports import bundled_exports, missing_c_api
 from pyfreight.verify.pe_rules import build_paths_in
 
@@ -324,21 +321,3 @@ def _dyld_problems(facts: MachoFacts) -> list[str]:
 
 def _text(version: tuple[int, int]) -> str:
     return ".".join(map(str, version))
-
-
-def macho_target(executable: Path) -> Target:
-    """The macOS target of a Mach-O interpreter, by its CPU. `executable` may be a
-    symlink (bin/python3): the file it names is read."""
-    try:
-        real = executable.resolve()
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop, before Python 3.13
-        raise PyfreightError(f"{executable}: cannot be resolved ({exc})") from None
-    # The header alone: the tree's rules read the whole file, and name what is wrong
-    # with it by its place in the tree.
-    cpu = macho_cpu(real, printable(os.fsencode(real.name)))
-    for found in all_targets().values():
-        if found.macho_cpu is not None and found.macho_cpu == cpu:
-            return found
-    raise PyfreightError(
-        f"{executable}: a Mach-O {cpu} executable, which no target of targets/*.yaml describes"
-    )

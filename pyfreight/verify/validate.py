@@ -24,22 +24,30 @@ from pyfreight.formats.elf import (
     ElfFacts,
     elf_facts,
     interpreter_identity,
-    tree_target,
 )
-from pyfreight.formats.macho import is_macho
 from pyfreight.formats.safe_archive import DEFAULT_LIMITS, Limits, UnsafeArchive, extract, scan
 from pyfreight.formats.untrusted import MAX_BINARY_BYTES, regular_files
 from pyfreight.leftovers import scratch_folder
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
-from pyfreight.platforms import LINUX, MACOS, WINDOWS, WINDOWS_LAYOUT, Platform, layout_of, platform_of
+from pyfreight.platforms import (
+    LINUX,
+    MACOS,
+    UNIX_LAYOUT,
+    WINDOWS,
+    WINDOWS_LAYOUT,
+    Platform,
+    layout_of,
+    platform_of,
+    target_of_interpreter,
+    target_of_tree,
+)
 from pyfreight.platforms.windows import FORWARDER_DLLS, interpreter_dll
 from pyfreight.python_json import schema_errors
 from pyfreight.targets import Target, all_targets, default_target, known_names
-from pyfreight.verify.check_windows import windows_tree_target
 from pyfreight.verify.elf_rules import allowed_needed, libc_problem, search_path_problems
 from pyfreight.verify.exports import bundled_exports, libpython_export_problems, missing_c_api
-from pyfreight.verify.macho_rules import check_macho_tree, macho_target
+from pyfreight.verify.macho_rules import check_macho_tree
 from pyfreight.verify.objects import object_problems
 from pyfreight.verify.pe_rules import check_pe_tree
 
@@ -431,7 +439,7 @@ def _target_of(
     install: Path, prefix: str, said: str | None, document: dict
 ) -> tuple[Target | None, list[Problem]]:
     """The target the archive is checked for: the one PYTHON.json names, else the one
-    whose ELF machine and loader the interpreter has; with a problem when PYTHON.json's
+    the tree's interpreter was built for (platforms.target_of_tree); with a problem when PYTHON.json's
     platform tag is not that target's."""
     if said is not None:
         spec = all_targets().get(said)
@@ -439,16 +447,12 @@ def _target_of(
             return None, [Problem("python/PYTHON.json", f"unknown target {said}; known: {known_names()}")]
     elif layout_of(install) is WINDOWS_LAYOUT:
         try:
-            spec = windows_tree_target(install)
+            spec = target_of_tree(install)
         except PyfreightError as exc:
             return None, [Problem(f"{prefix}/python.exe", f"cannot tell the target: {exc}")]
-        assert spec is not None  # the tree has python.exe
     else:
-        interpreter = install / "bin" / "python3"
         try:
-            if not interpreter.resolve().is_relative_to(install.resolve()):
-                raise PyfreightError(f"{interpreter} points outside the tree")
-            spec = macho_target(interpreter) if is_macho(interpreter) else tree_target(interpreter)
+            spec = target_of_interpreter(install / "bin" / "python3", install, UNIX_LAYOUT)
         except (PyfreightError, OSError) as exc:
             # reported; the other checks still run, for the default target
             return default_target(), [Problem(f"{prefix}/bin/python3", f"cannot tell the target: {exc}")]
