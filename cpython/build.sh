@@ -46,6 +46,22 @@ if grep -q '^LINK_PYTHON_OBJS=\$(BLDLIBRARY)$' Makefile; then
     -e 's/^BOLT_BINARIES := .*$/BOLT_BINARIES := $(BUILDPYTHON)/' Makefile
   grep -q '^LINK_PYTHON_DEPS=.* \$(LIBRARY_OBJS)$' Makefile
 fi
+# macOS's libpython.dylib rule differs from the .so one: it links without the built-in
+# modules' libraries (MODLIBS: OpenSSL, SQLite and the rest) and lets whatever is missing
+# go unresolved (-undefined dynamic_lookup), which would fail in a program at run time,
+# not here; it names the library by the build's prefix, not @rpath/ as a relocatable
+# tree needs; and it writes versions as X.Y, which zig's linker refuses (X.Y.Z only).
+if grep -q '^LDLIBRARY=.*\.dylib$' Makefile; then
+  sed -i -e '/^\t \$(CC) -dynamiclib /{' \
+    -e 's/ -undefined dynamic_lookup / /' \
+    -e 's|-Wl,-install_name,\$(prefix)/lib/|-Wl,-install_name,@rpath/|' \
+    -e 's/_version,\$(VERSION) /_version,$(VERSION).0 /g' \
+    -e 's/ \$(DTRACE_OBJS) \$(SHLIBS) / $(DTRACE_OBJS) $(MODLIBS) $(SHLIBS) /' \
+    -e '}' Makefile
+  rule=$(grep -e ' -dynamiclib ' Makefile)
+  grep -q -e '-install_name,@rpath/.*_version,\$(VERSION)\.0 .*\$(MODLIBS) \$(SHLIBS)' <<< "$rule"
+  ! grep -q -e 'dynamic_lookup' <<< "$rule"
+fi
 if [ -n "${PGO_PROFILE:-}" ]; then
   # A saved profile: put it where the profile-use step reads it and mark the
   # training as done, so make skips the instrumented build and the training run

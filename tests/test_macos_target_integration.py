@@ -115,6 +115,34 @@ def test_the_interpreter_is_a_mach_o_program_of_the_target(built, tmp_path):
     assert {"Py_Initialize", "PyList_New"} <= facts.exported
 
 
+@pytest.mark.parametrize("built", _each(), indirect=True)
+def test_the_tree_ships_libpython_as_a_dylib_found_by_rpath(built, tmp_path):
+    """libpython3.14.dylib for programs that embed Python (PyInstaller, python3-config
+    --embed): loaded by @rpath/, exporting the C API and nothing of OpenSSL or SQLite,
+    with its modules' libraries linked in (nothing left to dyld's lookup at run time)."""
+    members = _members(built["install_only"])
+    library = members["python/lib/libpython3.14.dylib"]
+    path = tmp_path / "libpython3.14.dylib"
+    path.write_bytes(library)
+    facts = macho_facts(path, tmp_path)
+    assert facts is not None and facts.filetype == "dylib"
+    assert facts.install_name == "@rpath/libpython3.14.dylib"
+    target = next(t for t in MACOS if t.macho_cpu == facts.cpu)
+    assert {name for name, _ in facts.dylibs} <= target.allowed_needed
+    assert {"Py_Initialize", "PyList_New", "PyInit__ssl", "PyInit__sqlite3"} <= facts.exported
+    assert not {"SSL_new", "sqlite3_open", "deflate"} & facts.exported
+    assert "python/bin/python3.14" in members  # the interpreter stays one static program
+    executable = tmp_path / "python3.14"
+    executable.write_bytes(members["python/bin/python3.14"])
+    program = macho_facts(executable, tmp_path)
+    assert program is not None and "@rpath/libpython3.14.dylib" not in {n for n, _ in program.dylibs}
+    document = json.loads(read_member(built["full"], "python/PYTHON.json"))
+    assert document["build_info"]["core"]["shared_lib"] == "install/lib/libpython3.14.dylib"
+    sysconfig_data = next(v for k, v in members.items() if re.search(r"/_sysconfigdata_.*\.py$", k))
+    assert b"'Py_ENABLE_SHARED': 1," in sysconfig_data
+    assert b"'LDLIBRARY': 'libpython3.14.dylib'," in sysconfig_data
+
+
 def _broken_copy(archive: Path, out: Path, member: str, change) -> Path:
     """`archive` (install_only, gzip) with `member`'s bytes changed, packed again."""
     with tarfile.open(archive) as src, tarfile.open(out, "w:gz") as dst:

@@ -28,7 +28,7 @@ class MacOS(Platform):
     hides_library_symbols = True
     resource_compiler = False
     interpreter_in_dll = False
-    shared_libpython = False  # not yet: zig's Mach-O linker and -dynamiclib (issue 58)
+    shared_libpython = True
     # binutils reads no Apple-silicon Mach-O: LLVM's ar and nm read both CPUs (and on a
     # Mac they are Xcode's own ar and nm's kin; a Mac's `cc` finds them as llvm-*)
     llvm_binutils = True
