@@ -63,7 +63,7 @@ lint: setup
 	.venv/bin/mypy
 	.venv/bin/actionlint
 	shellcheck scripts/*.sh .ci/run pyfreight/container/entry.sh pyfreight/container/zig-cc.sh
-	shellcheck --shell=bash --severity=warning --exclude=SC2164,SC2046 recipes/*/build.sh platform/*/build.sh cpython/*.sh windows/*.sh
+	shellcheck --shell=bash --severity=warning --exclude=SC2164,SC2046 recipes/*/build.sh libc-recipes/*/build.sh cpython/*.sh windows/*.sh
 
 # CPython builds for any target of targets/*.yaml by its make name, e.g.
 # `make MAKE_NAME-noopt`: dependencies first, then the interpreter, then

@@ -100,7 +100,7 @@ class Target:
     release_options: tuple[str, ...]  # the builds a release carries for this target
     cross_cc: str | None  # a compiler here that links for the target (embed --cc)
     cross_cc_packages: tuple[str, ...]  # the Debian packages providing it
-    runtime_tools: str | None = None  # platform/ recipe of the tools of a libc-only runtime image
+    runtime_tools: str | None = None  # libc-recipes/ recipe of the tools of a libc-only runtime image
     experimental_jit: bool = False  # CPython's Tools/jit has stencils for it (pgo builds carry the JIT, off)
     bolt: bool = False  # llvm-bolt lays its pgo builds out again (CodeGen.bolt, unless +nobolt)
     foreign_profile_runtime: bool = False  # the build image takes LLVM's profile runtime of its architecture

@@ -1,5 +1,5 @@
 """A musl target (targets/*.yaml with `libc.name: musl`): its sysroot holds musl built
-from the pinned source (platform/musl), zlib builds for it from an empty build folder, and
+from the pinned source (libc-recipes/musl), zlib builds for it from an empty build folder, and
 programs linked against them need musl's loader and libc.so and nothing of glibc, and
 run, dynamically and fully static, in a container that has no glibc at all: only the
 sysroot's own loader and the programs."""

@@ -217,13 +217,14 @@ def _linked_libc(build: CPythonBuild, ws: Workspace, scratch: Path) -> tuple[Rec
                 continue
         if not texts:
             raise PyfreightError(
-                f"platform/{recipe.name}/recipe.yaml: license file {license_file!r} is in none of its sources"
+                f"libc-recipes/{recipe.name}/recipe.yaml: license file {license_file!r} "
+                "is in none of its sources"
             )
         # As the build entry script lays license texts out: below the unpacked top folder.
         relative = license_file.split("/", 1)[-1]
         if ".." in Path(relative).parts or Path(relative).is_absolute():
             raise PyfreightError(
-                f"platform/{recipe.name}/recipe.yaml: license file {license_file!r} leaves its folder"
+                f"libc-recipes/{recipe.name}/recipe.yaml: license file {license_file!r} leaves its folder"
             )
         path = scratch / recipe.name / relative
         path.parent.mkdir(parents=True, exist_ok=True)

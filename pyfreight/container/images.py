@@ -3,7 +3,7 @@
 - base:    debootstrap of the pinned suite, `docker import`ed;
 - sysroot: per target (targets/*.yaml): the pinned C library packages of the target's
            suite and architecture (or, for musl, Debian's kernel headers and musl built
-           from platform/), absolute symlinks made relative, cut down to what
+           from libc-recipes/), absolute symlinks made relative, cut down to what
            compilers read, with glibc's floor header, as a tarball;
 - build:   per target: dockerfiles/build.Dockerfile on the base, the pinned toolchain
            and the target's sysroot;
@@ -91,7 +91,7 @@ def unix_runtime_tag(spec: dict, target: Target) -> str:
     """The runtime image of a target whose programs run in a container of their own
     (runners/container.py): the older Debian suite of its architecture, or its own libc."""
     if target.runtime_tools is not None:  # no Debian: the target's own libc and tools
-        tools = libc_sysroot.platform_recipe(target.runtime_tools, target, "runtime_tools")
+        tools = libc_sysroot.libc_folder_recipe(target.runtime_tools, target, "runtime_tools")
         parts: tuple[object, ...] = ("libc-only", sysroot_digest(target), libc_sysroot.recipe_digest(tools))
         return f"pyfreight-runtime:{_digest(*parts, target.emulator_env)}"
     parts = ("runtime", spec["runtime"], target.debian_architecture, target.emulator_env)

@@ -1,7 +1,7 @@
 """A C library built from source into a target's sysroot (targets/*.yaml
 `sysroot.libc_recipe`), for C libraries Debian's pinned packages do not give: musl.
 
-The recipe (platform/<name>/, in the recipe format: pinned sources, build.sh) runs in the
+The recipe (libc-recipes/<name>/, in the recipe format: pinned sources, build.sh) runs in the
 build machine's own build image, with the target's compiler: a C library builds
 itself freestanding, so the image's sysroot is never read. Its install goes into the
 sysroot's usr/, and its loader is linked at lib/<loader> (targets/*.yaml
@@ -24,15 +24,17 @@ from pyfreight.sources.recipes import Recipe, load_recipe
 from pyfreight.targets import Target
 from pyfreight.toolchain import default_jobs
 
-PLATFORM_DIR = REPO_ROOT / "platform"
+LIBC_RECIPES_DIR = REPO_ROOT / "libc-recipes"
 # The build of a C library is small; its epoch is fixed, the sysroot tarball's is 0.
 EPOCH = 0
 
 
-def platform_recipe(name: str, target: Target, field: str) -> Recipe:
-    folder = PLATFORM_DIR / name
+def libc_folder_recipe(name: str, target: Target, field: str) -> Recipe:
+    folder = LIBC_RECIPES_DIR / name
     if not folder.is_dir():
-        raise PyfreightError(f"targets/{target.triple}.yaml: {field} {name!r} is not a folder of platform/")
+        raise PyfreightError(
+            f"targets/{target.triple}.yaml: {field} {name!r} is not a folder of libc-recipes/"
+        )
     return load_recipe(folder)
 
 
@@ -44,7 +46,7 @@ def recipe_digest(recipe: Recipe) -> dict[str, object]:
 
 def libc_recipe(target: Target) -> Recipe | None:
     name = target.sysroot.get("libc_recipe")
-    return None if name is None else platform_recipe(name, target, "sysroot.libc_recipe")
+    return None if name is None else libc_folder_recipe(name, target, "sysroot.libc_recipe")
 
 
 def libc_digest(target: Target) -> dict[str, object] | None:
@@ -56,9 +58,7 @@ def libc_digest(target: Target) -> dict[str, object] | None:
     return digest
 
 
-def build_platform_recipe(
-    recipe: Recipe, image: BuildImage, target: Target, ws: Workspace, dest: Path
-) -> None:
+def build_libc_recipe(recipe: Recipe, image: BuildImage, target: Target, ws: Workspace, dest: Path) -> None:
     """Builds `recipe` for `target` in `image` and copies what it installed into
     `dest` (created)."""
     for source in recipe.sources:
@@ -75,7 +75,7 @@ def build_libc_into(target: Target, ws: Workspace, dest: Path, image: BuildImage
     under `dest` as the sysroot has it; returns the sysroot members (name, path)."""
     recipe = libc_recipe(target)
     assert recipe is not None
-    build_platform_recipe(recipe, image, target, ws, dest / "usr")
+    build_libc_recipe(recipe, image, target, ws, dest / "usr")
     loader = dest / "usr" / "lib" / target.elf_loader
     if not loader.is_symlink() and not loader.is_file():
         raise PyfreightError(f"{recipe.name}: its build installed no lib/{target.elf_loader}")
