@@ -119,29 +119,11 @@ def cmd_deps(args: argparse.Namespace) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> None:
-    from pyfreight.archives.write import ensure_distribution
-    from pyfreight.cpython.build import build_cpython
     from pyfreight.cpython.profiles import SavedProfiles
-    from pyfreight.verify.validate import refuse_invalid
+    from pyfreight.pipeline.distribute import build_checked, distribute
 
     started = time.monotonic()
     ws = default_workspace()
-
-    def built(result: CPythonBuild) -> None:
-        """Reported, then checked (check-install) before anything is packed."""
-        say(f"build: {time.monotonic() - started:.1f} s")
-        print(f"install tree: {result.tree}")
-        print(f"artifact:     {result.artifact}")
-        if result.profile:
-            print(f"PGO profile:  {result.profile}")
-        if result.bolt_profile:
-            print(f"BOLT profile: {result.bolt_profile}")
-        if args.check:
-            from pyfreight.verify.check_install import check_build
-
-            if not check_build(result, ws):
-                raise PyfreightError(f"{result.tree}: the install tree failed checks (see above)")
-
     profiles = None
     if args.pgo_profile:
         bolt = Path(args.bolt_profile).resolve() if args.bolt_profile else None
@@ -149,21 +131,23 @@ def cmd_build(args: argparse.Namespace) -> None:
     elif args.bolt_profile:
         raise PyfreightError("--bolt-profile fits only the build its --pgo-profile makes: give both")
     spec = _spec(args)
+    options = {"force": args.force, "profiles": profiles, "check": args.check}
     if not args.dist:
-        built(build_cpython(spec, ws, jobs=args.jobs, force=args.force, profiles=profiles))
+        _print_build(build_checked(spec, ws, args.jobs, **options), started)
         return
-    _print_sizes(
-        ensure_distribution(
-            spec,
-            ws,
-            args.jobs,
-            release=args.release,
-            force=args.force,
-            profiles=profiles,
-            check=built,
-            validate=refuse_invalid(ws),
-        )[1]
-    )
+    build, written = distribute(spec, ws, args.jobs, release=args.release, **options)
+    _print_build(build, started)
+    _print_sizes(written)
+
+
+def _print_build(build: CPythonBuild, started: float) -> None:
+    say(f"build: {time.monotonic() - started:.1f} s")
+    print(f"install tree: {build.tree}")
+    print(f"artifact:     {build.artifact}")
+    if build.profile:
+        print(f"PGO profile:  {build.profile}")
+    if build.bolt_profile:
+        print(f"BOLT profile: {build.bolt_profile}")
 
 
 def _print_sizes(dist: WrittenArchives) -> None:
@@ -172,13 +156,9 @@ def _print_sizes(dist: WrittenArchives) -> None:
 
 
 def cmd_dist(args: argparse.Namespace) -> None:
-    from pyfreight.archives.write import ensure_distribution
-    from pyfreight.verify.validate import refuse_invalid
+    from pyfreight.pipeline.distribute import distribute
 
-    ws = default_workspace()
-    written = ensure_distribution(
-        _spec(args), ws, args.jobs, release=args.release, validate=refuse_invalid(ws)
-    )
+    written = distribute(_spec(args), default_workspace(), args.jobs, release=args.release, check=False)
     _print_sizes(written[1])
 
 
@@ -365,7 +345,7 @@ def cmd_bench_app(args: argparse.Namespace) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
-    from pyfreight.verify.reproduce import reproduce
+    from pyfreight.pipeline.reproduce import reproduce
 
     result = reproduce(Path(args.archive), default_workspace(), jobs=args.jobs, limits=_limits(args))
     if not result.identical:

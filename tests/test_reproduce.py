@@ -9,7 +9,7 @@ import pytest
 
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.tarball import write_tar
-from pyfreight.verify.reproduce import compare, parse_name
+from pyfreight.pipeline.reproduce import compare, parse_name
 
 
 def _archive(tmp_path: Path, name: str, files: dict[str, str]) -> Path:

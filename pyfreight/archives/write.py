@@ -38,11 +38,10 @@ from pyfreight.archives.flavours import (
 from pyfreight.container import images, libc_sysroot
 from pyfreight.container.images import BuildImage
 from pyfreight.container.run import Mount, RunSpec, run
-from pyfreight.cpython.build import CPythonBuild, build_cpython
+from pyfreight.cpython.build import CPythonBuild
 from pyfreight.cpython.buildinfo import read_build_info
-from pyfreight.cpython.profiles import BOLT_PROFILE_NAME, PGO_PROFILE_NAME, SavedProfiles
+from pyfreight.cpython.profiles import BOLT_PROFILE_NAME, PGO_PROFILE_NAME
 from pyfreight.cpython.redistributable import license_text
-from pyfreight.cpython.spec import BuildSpec
 from pyfreight.deps.graph import for_os
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_elf_facts
@@ -243,29 +242,6 @@ def _redistributed_license(target: Target, ws: Workspace, scratch: Path) -> Memb
     path.parent.mkdir(parents=True)
     path.write_bytes(license_text(vendor, ws.downloads))
     return [(f"licenses/{vendor.name}/LICENSE", path)]
-
-
-def ensure_distribution(
-    spec: BuildSpec,
-    ws: Workspace,
-    jobs: int,
-    *,
-    dist: Path | None = None,
-    release: str | None = None,
-    force: bool = False,
-    profiles: SavedProfiles | None = None,
-    check: Callable[[CPythonBuild], None] | None = None,
-    validate: ArchiveCheck,
-) -> tuple[CPythonBuild, WrittenArchives]:
-    """The one way from a build's spec to its archives, for the command line, bench,
-    reproduce and the tests: CPython built (or reused), `check` run on the build before
-    anything is packed (check-install, which lives later in the flow, is handed in),
-    then the three archives written to `dist` (default: the workspace's) or reused,
-    each judged by `validate` before it takes its name."""
-    build = build_cpython(spec, ws, jobs=jobs, force=force, profiles=profiles)
-    if check is not None:
-        check(build)
-    return build, write_distribution(build, ws, ws.dist if dist is None else dist, validate, release=release)
 
 
 def write_distribution(

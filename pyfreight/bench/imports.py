@@ -223,10 +223,9 @@ def render(results: dict[str, Measurement], count: int, parts: dict[str, float])
 
 def ensure_archive(ws: Workspace, spec: BuildSpec, jobs: int) -> Path:
     """The full archive of that build in dist/, building and writing it when missing."""
-    from pyfreight.archives.write import ensure_distribution
-    from pyfreight.verify.validate import refuse_invalid
+    from pyfreight.pipeline.distribute import distribute
 
-    return ensure_distribution(spec, ws, jobs, validate=refuse_invalid(ws))[1].full
+    return distribute(spec, ws, jobs, check=False)[1].full
 
 
 def ensure_memory_binary(

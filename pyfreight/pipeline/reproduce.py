@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyfreight.archives.flavours import PYTHON_JSON
-from pyfreight.archives.write import ensure_distribution
 from pyfreight.cpython.naming import FULL_NAME_PATTERN, parse_full_name
 from pyfreight.cpython.profiles import BOLT_PROFILE_NAME, PGO_PROFILE_NAME, SavedProfiles
 from pyfreight.cpython.spec import BuildSpec
@@ -23,7 +22,7 @@ from pyfreight.hashing import file_sha256, stream_sha256
 from pyfreight.leftovers import owned, scratch_folder
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
-from pyfreight.verify.validate import refuse_invalid
+from pyfreight.pipeline.distribute import distribute
 
 
 @dataclass(frozen=True)
@@ -117,9 +116,7 @@ def reproduce(archive: Path, ws: Workspace, jobs: int, limits: Limits = DEFAULT_
         (fresh.build / "images").mkdir()
         profiles = _saved_profiles(archive, spec, tmp, limits)
         say(f"reproduce: rebuilding {archive.name} from scratch in {fresh.build}")
-        _, result = ensure_distribution(
-            spec, fresh, jobs, release=release, profiles=profiles, validate=refuse_invalid(fresh)
-        )
+        _, result = distribute(spec, fresh, jobs, release=release, profiles=profiles, check=False)
         if result.full.name != archive.name:
             raise PyfreightError(f"the rebuild is named {result.full.name}, not {archive.name}")
         return compare(archive, result.full, limits)
