@@ -6,7 +6,8 @@ from __future__ import annotations
 import shlex
 import subprocess
 
-from pyfreight.cli import _spec, build_parser
+from pyfreight.cli import build_parser
+from pyfreight.cli.common import named_spec
 from pyfreight.cpython.spec import BuildSpec
 from tests.conftest import REPO
 
@@ -16,4 +17,4 @@ def build_of_make(*words: str) -> BuildSpec:
     dry = subprocess.run(["make", "-n", *words], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert dry.returncode == 0, dry.stderr
     (command,) = [line for line in dry.stdout.splitlines() if "bin/pyfreight build " in line]
-    return _spec(build_parser().parse_args(shlex.split(command)[1:]))
+    return named_spec(build_parser().parse_args(shlex.split(command)[1:]))
