@@ -4,6 +4,8 @@ relocatable, and checked in a clean bullseye container (pyfreight check-install)
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -33,6 +35,29 @@ def test_install_tree_passes_every_check(build):
     proc = pyfreight_cli("check-install", build.tree, "--tests", "subset")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "0 failed" in proc.stdout and "FAIL" not in proc.stdout
+
+
+def test_a_tree_whose_binaries_break_the_rules_is_not_run_at_all(build, tmp_path):
+    """check-install's one policy, whatever the tree's format: the rules of its binaries
+    first; a tree that breaks them may be anything, and none of it runs (no container
+    is started, no check prints PASS)."""
+    copy = tmp_path / "tree"
+    shutil.copytree(build.tree, copy, symlinks=True)
+    source = tmp_path / "evil.c"
+    source.write_text("int evil(void) { return 1; }\n")
+    made = subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-Wl,-rpath,/opt/evil", "-o", copy / "lib" / "libevil.so", source],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    proc = pyfreight_cli("check-install", copy, "--tests", "none")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("FAIL")]
+    assert len(failed) == 1 and "lib/libevil.so" in failed[0] and "/opt/evil" in failed[0], proc.stdout
+    assert "PASS" not in proc.stdout
+    assert "it is not trusted and nothing of it was run" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_no_build_paths_and_static_only(build):
