@@ -407,3 +407,29 @@ def test_a_hostile_libpython_is_refused_a_line_for_each_fault(tmp_path):
     lines = (cli.stdout + cli.stderr).splitlines()
     assert any(member in line and "/opt/evil" in line for line in lines), lines
     assert any(member in line and "libevil.so.1" in line for line in lines), lines
+
+
+def test_a_libpython_exporting_its_init_and_fini_as_musls_crti_makes_them_passes(tmp_path):
+    """musl's crti.o defines _init and _fini global in every shared library (glibc's are
+    hidden): a musl libpython exports them beside the C API, and libpython3.so exports
+    them alone. Neither is another name of libpython's objects."""
+    init_fini = "void _init(void) {}\nvoid _fini(void) {}\n"
+    api = "".join(f"int {name}(void) {{ return 0; }}\n" for name in REQUIRED_EXPORTS)
+    versioned = _gcc(
+        tmp_path, "libpython3.14.so.1.0", api + init_fini, "-nostartfiles", "-Wl,-soname,libpython3.14.so.1.0"
+    )
+    stable = _gcc(
+        tmp_path, "libpython3.so", init_fini, "-nostartfiles", "-Wl,-soname,libpython3.so",
+        "-Wl,--no-as-needed", str(versioned),
+    )  # fmt: skip
+    archive = _archive(
+        tmp_path / "x-install_only.tar.gz",
+        {
+            "python/lib/libpython3.14.so.1.0": versioned.read_bytes(),
+            "python/lib/libpython3.so": stable.read_bytes(),
+            "python/bin/python3.14": HOST_BINARY.read_bytes(),
+        },
+        {"python/bin/python3": "python3.14", "python/bin/python": "python3.14"},
+    )
+    problems = [p for p in validate(archive) if p.member.startswith("python/lib/")]
+    assert not [p for p in problems if "C API" in p.message], _messages(problems)

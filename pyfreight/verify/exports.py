@@ -29,6 +29,9 @@ def missing_c_api(exported: frozenset[str]) -> list[str]:
 # What CPython's headers export (PyAPI_FUNC, PyAPI_DATA, PyMODINIT_FUNC): every name of
 # the C API, and of its private part, starts so (PY_TIMEOUT_MAX is a constant of it).
 C_API_PREFIXES = ("Py", "_Py", "PY_")
+# A shared library's init and fini functions, which the C library's crti.o defines in
+# every one: musl's are global (glibc's hidden), so a musl libpython exports them.
+ELF_INIT_FINI = frozenset({"_init", "_fini"})
 
 
 def is_libpython(name: str) -> bool:
@@ -43,11 +46,12 @@ def libpython_export_problems(facts: ElfFacts) -> list[str]:
     name = facts.soname or Path(facts.path).name
     if not is_libpython(name) or facts.kind != "ET_DYN":
         return []
-    others = sorted(s for s in facts.exported if not s.startswith(C_API_PREFIXES))
+    exported = facts.exported - ELF_INIT_FINI
+    others = sorted(s for s in exported if not s.startswith(C_API_PREFIXES))
     problems = []
     if others:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
         problems.append(f"libpython exports names outside the C API: {shown}")
-    if facts.exported and (lacking := missing_c_api(facts.exported)):
+    if exported and (lacking := missing_c_api(exported)):
         problems.append(f"libpython does not export the C API: {', '.join(lacking)}")
     return problems
