@@ -1,6 +1,7 @@
 # The runtime image of a Windows target (targets/*.yaml `run: wine`): Debian's Wine,
-# pinned, on the build image's own Debian. Built by `pyfreight images`; BASE is the base
-# image's tag, PACKAGES the pinned `package=version` list (apt refuses another version).
+# pinned, on the Debian images.yaml names for Wine. Built by `pyfreight images`; BASE is
+# that Debian's image tag, PACKAGES the pinned `package=version` list (apt refuses
+# another version).
 ARG BASE
 FROM ${BASE}
 ARG PACKAGES
@@ -15,8 +16,8 @@ RUN useradd --uid 1000 --user-group --home-dir /home/runner --create-home runner
  && ln -s /usr/lib/wine/wine64 /usr/local/bin/wine64
 USER runner
 ENV WINEDEBUG=-all WINEPREFIX=/home/runner/.wine
-# The prefix says Windows 10, as users' machines do: Wine 8's default is Windows 7, which
-# no CPython built here supports, while its kernel32.dll's own version says 10.0.
+# The prefix says Windows 10, as users' machines do, whatever the pinned Wine's default
+# (Wine 8's was Windows 7, which no CPython built here supports).
 RUN wine64 wineboot --init && (wineserver64 --wait 2>/dev/null || /usr/lib/wine/wineserver64 --wait) \
  && wine64 reg add 'HKCU\Software\Wine' /v Version /t REG_SZ /d win10 /f \
  && (wineserver64 --wait 2>/dev/null || /usr/lib/wine/wineserver64 --wait)

@@ -33,11 +33,7 @@ from pyfreight.hashing import file_sha256
 from pyfreight.paths import default_workspace
 from pyfreight.runners.cpython_tests import load_test_suite
 from pyfreight.runners.wine import (
-    FOLDER,
-    WINE_PROCESS_MODULE,
     run_windows_program,
-    wine_path,
-    write_wine_site,
 )
 from pyfreight.sources.recipes import load_all
 from pyfreight.targets import all_targets
@@ -512,10 +508,8 @@ def pypi_wheels(tmp_path_factory) -> Path:
 # installing PyPI's wheels into it from downloads/ (no network), then their code.
 VENV_WITH_PYPI_WHEELS = """
 import os, subprocess, sys
-subprocess.run([sys.executable, "-m", "venv", "--without-pip", "env"], check=True)
+subprocess.run([sys.executable, "-m", "venv", "env"], check=True)
 python = os.path.join("env", "Scripts", "python.exe")
-# what venv runs next, with this run's PYTHONPATH (venv would leave it out)
-subprocess.run([python, "-m", "ensurepip", "--upgrade", "--default-pip"], check=True)
 pip = [python, "-m", "pip", "--disable-pip-version-check"]
 install = ["install", "--no-index", "--find-links", "downloads", "--quiet", *sys.argv[1:]]
 subprocess.run([*pip, *install], check=True)
@@ -529,11 +523,10 @@ subprocess.run([python, "-c", "import numpy; "
 
 
 def test_pypis_own_wheels_install_with_pip_in_a_venv_and_run_under_wine(windows_archives, pypi_wheels):
-    """`python -m venv` (its ensurepip step run apart, so that it keeps the run's
-    PYTHONPATH), then pip installs markupsafe's and numpy's win_amd64 wheels (built by
-    their authors with MSVC) into it, from the unpacked install_only archive, under Wine:
-    every process of the run adapted to Wine's missing CopyFile2
-    (in_container/wine_process.py, as check-install's runs are). markupsafe's compiled
+    """`python -m venv` (pip in it by the bundled ensurepip), then pip installs
+    markupsafe's and numpy's win_amd64 wheels (built by their authors with MSVC) into
+    it, from the unpacked install_only archive, under Wine 10 with nothing adapted (Wine
+    8.0 aborted venv's and pip's copies on CopyFile2). markupsafe's compiled
     speedups import into our clang-built python314.dll and run. numpy gets as far as
     calling crealf in the UCRT, which Wine (8.0, and 10.0 too) does not implement: a limit
     of Wine, named here so that the test says when a Wine update lifts it."""
@@ -542,12 +535,11 @@ def test_pypis_own_wheels_install_with_pip_in_a_venv_and_run_under_wine(windows_
     shutil.copytree(pypi_wheels / "downloads", work / "downloads")
     extract(windows_archives["install_only.tar.gz"], work)  # as users unpack it: python/
     (work / "venv_wheels.py").write_text(VENV_WITH_PYPI_WHEELS)
-    site = write_wine_site(work, WINE_PROCESS_MODULE)
     for path in (work, *work.rglob("*")):
         path.chmod(0o777 if path.is_dir() else 0o755)  # Wine's user makes the venv here
     result = run_windows_program(
         WINDOWS, default_workspace(), work, "python/python.exe", ["venv_wheels.py", *WHEELS],
-        check=False, writable=True, env={"PYTHONPATH": wine_path(FOLDER, site.name)},
+        check=False, writable=True,
     )  # fmt: skip
     lines = result.stdout.splitlines()
     output = result.stdout + result.stderr
@@ -758,8 +750,8 @@ def _source_epoch() -> int:
 def test_build_checks_the_install_under_wine(windows_tree):
     """`pyfreight build` without --no-check runs check-install: the PE rules, then the
     tree's python.exe under Wine from a folder with a space, every check passing (none
-    is left to Wine's limits: venv's copies are adapted to Wine, in_container/
-    wine_process.py); then CPython's test subset,
+    is left to Wine's limits, and nothing is adapted: Wine 10 runs venv's copies); then
+    CPython's test subset,
     whose every module runs (the ones Windows has) and passes, but the cases listed
     as Wine's in cpython/test-suite.yaml."""
     proc = pyfreight_cli("build", "--target", WINDOWS.make_name, "--options", "noopt", "--no-dist")

@@ -84,7 +84,8 @@ def build_tag(spec: dict, target: Target) -> str:
 def wine_runtime_tag(spec: dict, target: Target) -> str:
     """The runtime image of a target whose programs run under Wine (runners/wine.py)."""
     dockerfile = (DOCKERFILES_DIR / WINE_DOCKERFILE).read_text()
-    return f"pyfreight-runtime:{_digest('wine', base_tag(spec), dict(target.wine_packages), dockerfile)}"
+    parts = ("wine", base_tag(spec, "wine"), dict(target.wine_packages), dockerfile)
+    return f"pyfreight-runtime:{_digest(*parts)}"
 
 
 def unix_runtime_tag(spec: dict, target: Target) -> str:
@@ -390,8 +391,9 @@ def ensure_wine_runtime(ws: Workspace, target: Target) -> str:
 
 
 def _ensure_wine(spec: dict, target: Target, ws: Workspace, tag: str) -> str:
-    """The Wine runtime image: the pinned Wine packages installed on the base image."""
-    base = _ensure_base(spec, ws, find_debian_mirrors())
+    """The Wine runtime image: the pinned Wine packages installed on the Debian that
+    images.yaml names for Wine."""
+    base = _ensure_rootfs_image(base_tag(spec, "wine"), spec["wine"], ws, find_debian_mirrors())
     say(f"image {tag}: building (Wine for {target.triple})")
     log = ws.logs / f"image-{tag.replace(':', '-')}.log"
     packages = " ".join(f"{name}={version}" for name, version in sorted(target.wine_packages.items()))

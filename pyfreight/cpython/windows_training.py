@@ -20,7 +20,7 @@ from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import Workspace
-from pyfreight.runners.wine import FOLDER, REGRTEST_SCRIPT, WINE_PROCESS_MODULE, WineRunner, wine_path
+from pyfreight.runners.wine import FOLDER, REGRTEST_SCRIPT, WineRunner, wine_path
 from pyfreight.targets import Target
 
 # CPython's tests under Wine need regrtest's harness adapted (in_container/regrtest_wine.py
@@ -51,8 +51,7 @@ def train(
     ):
         folder = Path(tmp)
         shutil.copytree(built.output(INSTALL_PREFIX), folder / TREE, symlinks=True)
-        for script in (REGRTEST_SCRIPT, WINE_PROCESS_MODULE):
-            shutil.copy2(script, folder / script.name)
+        shutil.copy2(REGRTEST_SCRIPT, folder / REGRTEST_SCRIPT.name)
         raw = folder / RAW
         raw.mkdir()
         for path in (folder, *folder.rglob("*")):

@@ -13,12 +13,10 @@ from pyfreight.embed.application import check_package_inputs, run_pip
 from pyfreight.embed.archive_python import run_archive_python
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say, tail
-from pyfreight.paths import IN_CONTAINER_DIR, Workspace
+from pyfreight.paths import Workspace
 from pyfreight.python_json import Distribution
 
 PIP_QUIET = ["--disable-pip-version-check", "--no-input"]
-# pip, in a process adapted to Wine (its --target copies call CopyFile2, which Wine lacks).
-PIP_UNDER_WINE = IN_CONTAINER_DIR / "pip_under_wine.py"
 
 
 def download_wheels(archive: Distribution, requirements: Path, wheels: Path, log: Path) -> None:
@@ -59,7 +57,7 @@ def install_offline(
         shutil.copyfile(wheel, wheels / wheel.name)
     if requirements is not None:
         download_wheels(archive, requirements, wheels, log)
-    arguments: list[str | Path] = ["-I", PIP_UNDER_WINE, "install", *PIP_QUIET, "--target", site]
+    arguments: list[str | Path] = ["-I", "-m", "pip", "install", *PIP_QUIET, "--target", site]
     arguments += ["--no-index", "--find-links", wheels, "--only-binary", ":all:", "--no-compile"]
     # What the requirements resolved to is what this machine's pip downloaded: those wheels
     # are installed by name, so the requirements file (and the folder it is in, which

@@ -1,8 +1,6 @@
 """Runs CPython's regression tests (`python -m test`, same arguments) under Wine, with
-two answers of the test harness adapted to what Wine does, so the tests themselves run
-unchanged, and the process adapted as every process under Wine is (wine_process.py:
-shutil's copy without CopyFile2). Each adaptation gives the answer a real Windows
-machine can give too:
+answers of the test harness adapted to what Wine does, so the tests themselves run
+unchanged. Each adaptation gives the answer a real Windows machine can give too:
 
 - regrtest's load tracker reads the performance counters (HKEY_PERFORMANCE_DATA) to
   print the system load. Wine 8.0 answers "invalid handle", which regrtest only expects
@@ -29,21 +27,14 @@ so the adaptations hold where the tests run."""
 import importlib.util  # noqa: F401  (below)
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from test.libregrtest import logger, main, run_workers, runtests, worker
 from test.support import os_helper
-
-if TYPE_CHECKING:  # the same file, as the package names it
-    from pyfreight.in_container.wine_process import adapt_process_to_wine
-else:  # run from the folder wine_process.py is copied to
-    from wine_process import adapt_process_to_wine
 
 SCRIPT = os.path.abspath(__file__)  # workers start in other folders
 
 
 def adapt_to_wine() -> None:
-    adapt_process_to_wine()
     logger.Logger.start_load_tracker = lambda self: None
     os_helper._can_symlink = False  # the answer can_symlink() caches and returns
 

@@ -234,16 +234,9 @@ def _pip_scripts() -> str:
 def _venv() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         env = Path(tmp) / "env"
-        made = _python("-m", "venv", "--without-pip", str(env))
+        made = _python("-m", "venv", str(env))  # with pip, by the bundled ensurepip
         assert made.returncode == 0, made.stderr.strip().splitlines()[-1:] or made.returncode
         python = env / "Scripts" / "python.exe"  # venvlauncher.exe, copied and renamed
-        # What `python -m venv` runs next, run here: venv starts it without PYTHONPATH,
-        # and so without the Wine adaptation its copies need (wine_process.py).
-        ensured = subprocess.run(
-            [str(python), "-m", "ensurepip", "--upgrade", "--default-pip"],
-            capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        assert ensured.returncode == 0, ensured.stderr[-300:] or ensured.returncode
         pip = [str(python), "-m", "pip", "install", "--no-index", "--no-deps", "--disable-pip-version-check"]
         installed = subprocess.run(
             [*pip, "--quiet", str(tiny_wheel(Path(tmp)))], capture_output=True, text=True, timeout=600

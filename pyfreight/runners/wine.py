@@ -91,14 +91,13 @@ SIGNAL_STRESS_MODULE = IN_CONTAINER_DIR / "signal_stress.py"
 CHECK_WHEEL_MODULE = IN_CONTAINER_DIR / "check_wheel.py"
 TLS_MATERIAL = IN_CONTAINER_DIR / "tls"
 REGRTEST_SCRIPT = IN_CONTAINER_DIR / "regrtest_wine.py"  # CPython's tests under Wine
-WINE_PROCESS_MODULE = IN_CONTAINER_DIR / "wine_process.py"  # adapts a process to Wine
 # What is copied beside the tree: the checks, what they import, the test runner.
 IN_CONTAINER_SCRIPTS = (
     CHECK_SCRIPT, SHARED_CHECKS_MODULE, BYTECODE_MODULE, SIGNAL_STRESS_MODULE, CHECK_WHEEL_MODULE,
-    REGRTEST_SCRIPT, WINE_PROCESS_MODULE
+    REGRTEST_SCRIPT,
 )  # fmt: skip
-# The folder of a Wine run's PYTHONPATH holding its sitecustomize.py, which adapts every
-# Python process of the run to Wine (wine_process.py), children included.
+# The folder of a run_tests run's PYTHONPATH holding its sitecustomize.py, which adapts
+# every Python process of the run to Wine (regrtest_wine.py), children included.
 WINE_SITE = "pyfreight-wine-site"
 # The interpreter's DLL of a Windows tree, GIL or free-threaded: its name is the ABI.
 INTERPRETER_DLL = re.compile(r"python3\d+t?\.dll")
@@ -118,7 +117,6 @@ def run_windows_checks(tree: Path, ws: Workspace, tests: str, target: Target) ->
             shutil.copy2(script, folder / script.name)
         shutil.copytree(TLS_MATERIAL, folder / TLS_MATERIAL.name)
         msvc_wheel = _msvc_wheel(tree, target, ws, folder)
-        write_wine_site(folder, WINE_PROCESS_MODULE)
         for path in (folder, *folder.rglob("*")):
             if not path.is_symlink():
                 path.chmod(
@@ -135,7 +133,6 @@ def run_windows_checks(tree: Path, ws: Workspace, tests: str, target: Target) ->
             ],
             what="check-install under Wine",
             check=False,
-            env={"PYTHONPATH": wine_path(FOLDER, WINE_SITE)},
         )
         for line in result.stdout.splitlines():
             if line[:4] in ("PASS", "FAIL", "WINE") or line.endswith(" failed"):
@@ -167,11 +164,11 @@ def _msvc_wheel(tree: Path, target: Target, ws: Workspace, folder: Path) -> str 
 
 def write_wine_site(folder: Path, sitecustomize: Path, beside: tuple[Path, ...] = ()) -> Path:
     """folder/WINE_SITE: `sitecustomize` as sitecustomize.py, with the modules it imports
-    (`beside`, and wine_process.py) next to it; readable by Wine's user."""
+    (`beside`) next to it; readable by Wine's user."""
     site = folder / WINE_SITE
     site.mkdir()
     shutil.copy(sitecustomize, site / "sitecustomize.py")
-    for module in {WINE_PROCESS_MODULE, *beside}:
+    for module in beside:
         shutil.copy(module, site / module.name)
     for path in (site, *site.iterdir()):
         path.chmod(0o755 if path.is_dir() else 0o644)
