@@ -7,6 +7,7 @@ host.py (a Mac running its own trees), unavailable.py (static checks only)."""
 
 from __future__ import annotations
 
+import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -115,3 +116,11 @@ class Runner(ABC):
     def tests_runner_name(self) -> str:
         """The runner's name in cpython/test-suite.yaml, whose skips name it."""
         return self.kind
+
+
+def run_on_this_machine(program: Path, arguments: Sequence[str | Path], log: TextIO) -> tuple[int, str]:
+    """`program` with `arguments` run directly here (natively, or through the emulator
+    binfmt_misc runs it with): its exit status and stdout, its stderr into `log`."""
+    command = [str(program), *map(str, arguments)]
+    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True, errors="replace")
+    return done.returncode, done.stdout

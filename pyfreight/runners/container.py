@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar, TextIO
@@ -19,7 +18,7 @@ from pyfreight.container.run import Mount, RunSpec, run
 from pyfreight.formats.elf import interpreter_identity
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.platforms import installed_python_name
-from pyfreight.runners.base import BytecodeCompiler, Invocation, Runner, RunnerKind
+from pyfreight.runners.base import BytecodeCompiler, Invocation, Runner, RunnerKind, run_on_this_machine
 from pyfreight.runners.cpython_tests import test_suite_command
 
 CHECK_SCRIPT = IN_CONTAINER_DIR / "interpreter_checks.py"
@@ -132,9 +131,7 @@ class NativeContainer(Runner):
     def run_archive_python(
         self, python_exe: Path, ws: Workspace, work: Path, arguments: Sequence[str | Path], log: TextIO
     ) -> tuple[int, str]:
-        command = [str(python_exe), *map(str, arguments)]
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True, errors="replace")
-        return done.returncode, done.stdout
+        return run_on_this_machine(python_exe, arguments, log)
 
     def bytecode_compiler(
         self, ws: Workspace, tree: Path, inside: str, build_python: Path | None

@@ -19,7 +19,7 @@ from pyfreight.errors import PyfreightError
 from pyfreight.logs import say
 from pyfreight.paths import IN_CONTAINER_DIR, Workspace
 from pyfreight.platforms import installed_python_name
-from pyfreight.runners.base import BenchSupport, BytecodeCompiler, Invocation, Runner
+from pyfreight.runners.base import BenchSupport, BytecodeCompiler, Invocation, Runner, run_on_this_machine
 from pyfreight.runners.cpython_tests import test_suite_command
 from pyfreight.targets import Target
 
@@ -86,9 +86,7 @@ class HostRunner(Runner):
     def run_archive_python(
         self, python_exe: Path, ws: Workspace, work: Path, arguments: Sequence[str | Path], log: TextIO
     ) -> tuple[int, str]:
-        command = [str(python_exe), *map(str, arguments)]
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True, errors="replace")
-        return done.returncode, done.stdout
+        return run_on_this_machine(python_exe, arguments, log)
 
     def bytecode_compiler(
         self, ws: Workspace, tree: Path, inside: str, build_python: Path | None
