@@ -557,31 +557,6 @@ CLIENT_WHEELS = {
     "lxml": "6.1.3", "pillow": "13.0.0",
 }  # fmt: skip
 UV = ("uv", "0.13.9")
-PROCESS_PRNG = Path(__file__).parent / "windows" / "process_prng.c"
-
-
-@pytest.fixture(scope="module")
-def process_prng_stand_in(tmp_path_factory) -> Path:
-    """bcryptprimitives.dll exporting ProcessPrng (tests/windows/process_prng.c), built
-    by the target's zig in the build image: Wine 8.0 lacks the DLL, and every Rust
-    program imports it."""
-    out = tmp_path_factory.mktemp("process-prng")
-    shutil.copy(PROCESS_PRNG, out / PROCESS_PRNG.name)
-    out.chmod(0o777)  # the build image's unprivileged builder writes the DLL here
-    image = ensure_images(default_workspace(), WINDOWS)
-    env = toolchain.build_environment(WINDOWS, jobs=1, source_date_epoch=0)
-    build = f"$CC -shared -O2 /out/{PROCESS_PRNG.name} -o /out/bcryptprimitives.dll -ladvapi32"
-    run(
-        RunSpec(
-            image=image.tag,
-            command=["bash", "-euc", build],
-            what="building the ProcessPrng stand-in",
-            mounts=[Mount(out, "/out", read_only=False)],
-            env=env,
-            user="1000:1000",
-        )
-    )
-    return out / "bcryptprimitives.dll"
 
 
 @pytest.fixture(scope="module")
@@ -607,8 +582,9 @@ def client_downloads(tmp_path_factory) -> Path:
 
 
 # Run under Wine by the unpacked install_only archive's python.exe: uv.exe makes a venv
-# of it and installs the wheels from downloads/ (offline); then the venv's python uses
-# each one's compiled code, without the ProcessPrng stand-in and with it.
+# of it and installs the wheels from downloads/ (offline), and `python -m venv` makes a
+# second one that the tree's own pip installs them into; then each venv's python uses
+# every wheel's compiled code.
 CLIENTS = r"""
 import os, subprocess, sys
 uv = os.path.join("uv", "uv.exe")
@@ -620,15 +596,13 @@ subprocess.run([*install, *sys.argv[1:]], check=True, env=env)
 sys.stdout.flush()
 subprocess.run([uv, "pip", "list", "--python", python, "--format", "freeze"], check=True, env=env)
 # The tree's own pip, as users run it (Scripts\\pip.exe), installs the same wheels into a
-# second venv (uv makes it: venv's copy calls CopyFile2, which Wine 8.0 lacks).
-subprocess.run([uv, "venv", "--python", sys.executable, "pip-env"], check=True, env=env)
+# second venv, made by the tree's venv module.
+subprocess.run([sys.executable, "-m", "venv", "--without-pip", "pip-env"], check=True)
 pip_python = os.path.join("pip-env", "Scripts", "python.exe")
 pip = [os.path.join("python", "Scripts", "pip.exe"), "--python", pip_python, "--disable-pip-version-check"]
 subprocess.run([*pip, "install", "--no-index", "--find-links", "downloads", *sys.argv[1:]], check=True)
 USE = '''
 import io, os, sys
-if os.environ.get("PROCESS_PRNG"):  # Wine has no bcryptprimitives.dll: the stand-in
-    os.add_dll_directory(os.environ["PROCESS_PRNG"])
 import markupsafe, markupsafe._speedups
 print("markupsafe", markupsafe.escape("<a>"), os.path.basename(markupsafe._speedups.__file__), flush=True)
 from lxml import etree
@@ -641,25 +615,23 @@ from cryptography.fernet import Fernet
 key = Fernet(Fernet.generate_key())
 print("cryptography", key.decrypt(key.encrypt(b"freight")).decode(), flush=True)
 '''
-for venv, interpreter, stand_in in (("uv", python, ""), ("uv", python, "uv"), ("pip", pip_python, "uv")):
-    used = subprocess.run([interpreter, "-c", USE], capture_output=True, text=True,
-                          env=dict(os.environ, PROCESS_PRNG=stand_in and os.path.abspath(stand_in)))
-    print(f"-- {venv} venv, stand-in {'on' if stand_in else 'off'}: exit {used.returncode}")
+for venv, interpreter in (("uv", python), ("pip", pip_python)):
+    used = subprocess.run([interpreter, "-c", USE], capture_output=True, text=True)
+    print(f"-- {venv} venv: exit {used.returncode}")
     print(used.stdout + used.stderr.strip()[-500:], flush=True)
 """
 
 
 def test_uv_makes_a_venv_of_the_tree_and_pypis_compiled_wheels_run_under_wine(
-    windows_archives, client_downloads, process_prng_stand_in
+    windows_archives, client_downloads
 ):
     """uv.exe (from its win_amd64 wheel) makes a venv of the unpacked install_only
     archive's python.exe and installs markupsafe's, lxml's, pillow's and cryptography's
     win_amd64 wheels into it from a folder (offline), and the tree's own Scripts\\pip.exe
-    does the same into a second venv; in each, every wheel's compiled module runs,
-    with Wine's own VC runtime off. Rust's ProcessPrng is the one thing supplied: Wine
-    8.0 has no bcryptprimitives.dll (a stand-in beside uv.exe, and given to the venv's
-    python by os.add_dll_directory). Without it cryptography's Rust module fails to
-    load while the others run: the stand-in is what Wine lacks, and nothing else is."""
+    does the same into a venv the tree's venv module makes; in each, every wheel's
+    compiled module runs, with Wine's own VC runtime off. Nothing is supplied: Wine 10
+    has the bcryptprimitives.dll (ProcessPrng) that every Rust program, uv.exe and
+    cryptography's _rust among them, imports, which Wine 8.0 lacked."""
     work = client_downloads / "run"
     work.mkdir()
     shutil.copytree(client_downloads / "downloads", work / "downloads")
@@ -667,7 +639,6 @@ def test_uv_makes_a_venv_of_the_tree_and_pypis_compiled_wheels_run_under_wine(
     (work / "uv").mkdir()
     with zipfile.ZipFile(uv_wheel) as wheel:
         (work / "uv" / "uv.exe").write_bytes(wheel.read(f"{UV[0]}-{UV[1]}.data/scripts/uv.exe"))
-    shutil.copy(process_prng_stand_in, work / "uv" / "bcryptprimitives.dll")
     extract(windows_archives["install_only.tar.gz"], work)  # as users unpack it: python/
     (work / "clients.py").write_text(CLIENTS)
     for path in (work, *work.rglob("*")):
@@ -681,13 +652,9 @@ def test_uv_makes_a_venv_of_the_tree_and_pypis_compiled_wheels_run_under_wine(
     assert {f"{n}=={v}" for n, v in CLIENT_WHEELS.items()} <= listed, output[-3000:]
     found = re.findall(r"^-- (.+): exit (\d+)\n((?:(?!-- ).*\n?)*)", output, re.M)
     runs = {name: (code, text) for name, code, text in found}
-    expected = ["pip venv, stand-in on", "uv venv, stand-in off", "uv venv, stand-in on"]
-    assert sorted(runs) == expected, output[-3000:]
-    # without ProcessPrng the other wheels ran, and cryptography's Rust module did not load
-    code, text = runs["uv venv, stand-in off"]
-    assert code == "1" and "pillow (3, 2)" in text and "DLL load failed while importing _rust" in text, text
+    assert sorted(runs) == ["pip venv", "uv venv"], output[-3000:]
     speedups = "markupsafe &lt;a&gt; _speedups.cp314-win_amd64.pyd"
-    for name in ("uv venv, stand-in on", "pip venv, stand-in on"):
+    for name in ("uv venv", "pip venv"):
         code, text = runs[name]
         assert code == "0", (name, text)
         for used in (speedups, "lxml x", "pillow (3, 2)", "cryptography freight"):
