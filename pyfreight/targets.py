@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from pyfreight.datafiles import load_yaml, shown
 from pyfreight.errors import PyfreightError
@@ -58,103 +58,239 @@ class ScriptLaunchers:
 
 
 @dataclass(frozen=True)
-class Target:
-    triple: str  # our name, as python-build-standalone's
-    make_name: str  # prefix of the make targets: `make MAKE_NAME-pgo`
+class CrossCompiler:
+    """A compiler on this machine that links programs for a cross-compiled target
+    (`pyfreight embed --cc`), and the Debian packages providing it (`make setup`)."""
+
+    command: str
+    debian_packages: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """How the target's code is compiled and linked (targets/*.yaml `toolchain`)."""
+
     clang_triple: str
-    python_platform_tag: str  # sysconfig.get_platform() of the built interpreter
-    uv_platform: tuple[str, str, str]  # (os, arch, libc) as uv's downloads index names them
-    debian_architecture: str  # of the sysroot's packages and of the runtime image
     sysroot: MappingProxyType[str, Any]  # Debian: suite, variant, pinned packages, kept paths
     zig: Source | None  # the pinned zig that is the whole sysroot (and compiler), if it is
     zig_llvm: str | None  # the LLVM major version of that zig's clang (its LTO objects' bitcode)
-    control_flow_cflags: str  # the compiler flags of the target's control-flow protection ("": none)
     compiler_flags: str  # of every compile and link, in $CC and $CXX (e.g. the compiler runtime)
-    elf_machine: str | None  # pyelftools' e_machine name, for a target of ELF files
-    loader: str | None  # PT_INTERP's file name, for a target of ELF files
-    pe_machine: str | None  # the COFF machine name, for a target of PE files
-    macho_cpu: str | None  # the Mach-O CPU type name (ARM64, X86_64), for a target of Mach-O files
-    macos_minimum: tuple[int, int] | None  # the oldest macOS its files may ask for (LC_BUILD_VERSION)
-    code_signature_required: bool  # every Mach-O file carries a valid ad-hoc signature (Apple silicon)
-    # bundled libraries' symbols the pinned linker exports anyway -> why (macho data)
-    exported_by_the_toolchain: MappingProxyType[str, str]
-    libc: str  # "glibc", "musl" or "ucrt"
-    libc_ceiling: tuple[int, int] | None  # glibc: no shipped ELF file may need a newer version
-    static_linking: bool  # the C library can be linked statically (the `static` modifier)
-    allowed_needed: frozenset[str]  # libraries a shipped binary may load (DT_NEEDED, PE imports)
-    system_libraries: frozenset[str]  # what PYTHON.json's links may name as system libraries
-    recipe_env: MappingProxyType[str, str]  # given to every dependency's build.sh
-    runner: str  # how its programs run here: "native", "emulator", "wine" or "unavailable"
-    unavailable_reason: str | None  # why its programs cannot run here, for runner "unavailable"
-    emulator: str | None  # the binfmt_misc emulator, for runner "emulator"
-    emulator_cpu: str | None  # the CPU model the emulator is told (QEMU_CPU)
-    wine_packages: MappingProxyType[str, str]  # Debian's Wine, pinned, for runner "wine"
-    wine_limits: MappingProxyType[str, str]  # check-install checks that Wine cannot pass -> why
+    control_flow_cflags: str  # the compiler flags of the target's control-flow protection ("": none)
+    cpython_build: Literal["configure", "visual-studio-projects"]
     # CPython configure's answers for a cross build (cache variables), from the data
     cpython_configure_answers: MappingProxyType[str, str]
     cpython_ldflags: str  # build-only flags of CPython's own links
-    cpython_build: str  # "configure" or "visual-studio-projects": how CPython is built for it
-    unfinished: MappingProxyType[str, str]  # step ("archives", "check_install") -> why not yet
-    unavailable_options: MappingProxyType[str, str]  # "pgo"/"lto"/a modifier -> why the target cannot have it
-    unavailable_versions: MappingProxyType[str, str]  # CPython minor ("3.13") -> why it is not built
-    release_options: tuple[str, ...]  # the builds a release carries for this target
-    cross_cc: str | None  # a compiler here that links for the target (embed --cc)
-    cross_cc_packages: tuple[str, ...]  # the Debian packages providing it
-    runtime_tools: str | None = None  # libc-recipes/ recipe of the tools of a libc-only runtime image
-    experimental_jit: bool = False  # CPython's Tools/jit has stencils for it (pgo builds carry the JIT, off)
-    bolt: bool = False  # llvm-bolt lays its pgo builds out again (CodeGen.bolt, unless +nobolt)
-    foreign_profile_runtime: bool = False  # the build image takes LLVM's profile runtime of its architecture
+    cross_cc: CrossCompiler | None
+    foreign_profile_runtime: bool  # the build image takes LLVM's profile runtime of its architecture
+
+
+@dataclass(frozen=True)
+class ElfFiles:
+    """A target of ELF files (targets/*.yaml `elf`)."""
+
+    machine: str  # pyelftools' e_machine name
+    loader: str  # PT_INTERP's file name
+    kind: Literal["elf"] = "elf"
+
+
+@dataclass(frozen=True)
+class PeFiles:
+    """A target of PE files (targets/*.yaml `pe`)."""
+
+    machine: str  # the COFF machine name
+    # DLLs shipped as their vendor built them (Windows: the VC runtime, beside python.exe)
+    redistributable: Redistributable | None
+    launchers: ScriptLaunchers | None
     # interpreter ABI ("cp314", "cp314t") -> a PyPI wheel whose extension module MSVC
     # built (it imports the VC runtime): check-install loads it
-    msvc_wheels: MappingProxyType[str, Source] = field(default_factory=lambda: MappingProxyType({}))
-    # DLLs shipped as their vendor built them (Windows: the VC runtime, beside python.exe)
-    redistributable: Redistributable | None = None
-    launchers: ScriptLaunchers | None = None
-    is_default: bool = False
+    msvc_wheels: MappingProxyType[str, Source]
+    kind: Literal["pe"] = "pe"
 
     @property
-    def pe_redistributed(self) -> Mapping[str, str]:
+    def redistributed(self) -> Mapping[str, str]:
         """The vendor's DLLs beside the interpreter, by file name: their sha256."""
         return self.redistributable.sha256 if self.redistributable else MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class MachOFiles:
+    """A target of Mach-O files (targets/*.yaml `macho`)."""
+
+    cpu: str  # the Mach-O CPU type name (ARM64, X86_64)
+    minimum_os: tuple[int, int]  # the oldest macOS its files may ask for (LC_BUILD_VERSION)
+    code_signature_required: bool  # every Mach-O file carries a valid ad-hoc signature (Apple silicon)
+    # bundled libraries' symbols the pinned linker exports anyway -> why
+    exported_by_the_toolchain: MappingProxyType[str, str]
+    kind: Literal["macho"] = "macho"
+
+    @property
+    def minimum_os_text(self) -> str:
+        return ".".join(map(str, self.minimum_os))
+
+
+BinaryFiles = ElfFiles | PeFiles | MachOFiles
+
+
+@dataclass(frozen=True)
+class CLibrary:
+    """The C library its programs use (targets/*.yaml `libc`)."""
+
+    name: Literal["glibc", "musl", "ucrt", "libsystem"]
+    ceiling: tuple[int, int] | None  # glibc, musl: no shipped ELF file may need a newer version
+    static_linking: bool  # the C library can be linked statically (the `static` modifier)
+    needed: frozenset[str]  # libraries a shipped binary may load (DT_NEEDED, PE imports)
+    system_libraries: frozenset[str]  # what PYTHON.json's links may name as system libraries
+    runtime_tools: str | None  # libc-recipes/ recipe of the tools of a libc-only runtime image
+
+    @property
+    def glibc(self) -> bool:
+        """Whether it is glibc, whose symbol versions the files may need (up to the
+        ceiling): what PYTHON.json's crt_features and the ELF rules judge."""
+        return self.name == "glibc"
+
+    @property
+    def held_ceiling(self) -> tuple[int, int]:
+        """The ceiling of a glibc or musl library (ucrt and libSystem have none)."""
+        assert self.ceiling is not None, f"{self.name} has no ceiling"
+        return self.ceiling
+
+    @property
+    def ceiling_text(self) -> str:
+        return ".".join(map(str, self.held_ceiling))
+
+
+@dataclass(frozen=True)
+class RunsNatively:
+    """Its programs are this machine's own (targets/*.yaml `run: native`)."""
+
+    kind: Literal["native"] = "native"
+
+
+@dataclass(frozen=True)
+class RunsEmulated:
+    """Its programs run here through a binfmt_misc emulator (`run: {emulator: …}`)."""
+
+    emulator: str  # qemu-user's program name
+    cpu: str | None  # the CPU model the emulator is told (QEMU_CPU)
+    kind: Literal["emulator"] = "emulator"
+
+
+@dataclass(frozen=True)
+class RunsUnderWine:
+    """Its programs run here under Debian's Wine, pinned (`run: {wine: …}`)."""
+
+    packages: MappingProxyType[str, str]
+    limits: MappingProxyType[str, str]  # check-install checks that Wine cannot pass -> why
+    kind: Literal["wine"] = "wine"
+
+
+@dataclass(frozen=True)
+class RunsNowhereHere:
+    """Its programs cannot run on this machine (`run: {unavailable: why}`)."""
+
+    reason: str
+    kind: Literal["unavailable"] = "unavailable"
+
+
+Running = RunsNatively | RunsEmulated | RunsUnderWine | RunsNowhereHere
+
+
+@dataclass(frozen=True)
+class Builds:
+    """The builds a target has (targets/*.yaml `builds`)."""
+
+    release: tuple[str, ...]  # the builds a release carries for this target
+    unavailable_options: MappingProxyType[str, str]  # "pgo"/"lto"/a modifier -> why the target cannot have it
+    unavailable_versions: MappingProxyType[str, str]  # CPython minor ("3.13") -> why it is not built
+    unfinished: MappingProxyType[str, str]  # step ("archives", "check_install") -> why not yet
+    experimental_jit: bool  # CPython's Tools/jit has stencils for it (pgo builds carry the JIT, off)
+    bolt: bool  # llvm-bolt lays its pgo builds out again (CodeGen.bolt, unless +nobolt)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target, as its file says it: a few names, then one section each for its
+    toolchain, its binary files, its C library, how its programs run here and its builds."""
+
+    triple: str  # our name, as python-build-standalone's
+    make_name: str  # prefix of the make targets: `make MAKE_NAME-pgo`
+    python_platform_tag: str  # sysconfig.get_platform() of the built interpreter
+    uv_platform: tuple[str, str, str]  # (os, arch, libc) as uv's downloads index names them
+    debian_architecture: str  # of the sysroot's packages and of the runtime image
+    recipe_env: MappingProxyType[str, str]  # given to every dependency's build.sh
+    toolchain: Toolchain
+    files: BinaryFiles
+    libc: CLibrary
+    run: Running
+    builds: Builds
+    is_default: bool = False
 
     def __hash__(self) -> int:
         # The triple names the target (one file each); the mappings it holds cannot be hashed.
         return hash(self.triple)
 
     @property
+    def binary_format(self) -> Literal["elf", "pe", "macho"]:
+        """What the target's executables and libraries are."""
+        return self.files.kind
+
+    @property
+    def elf(self) -> ElfFiles:
+        """The ELF section of a target of ELF files."""
+        assert isinstance(self.files, ElfFiles), f"{self.triple} makes no ELF files"
+        return self.files
+
+    @property
+    def pe(self) -> PeFiles:
+        """The PE section of a target of PE files."""
+        assert isinstance(self.files, PeFiles), f"{self.triple} makes no PE files"
+        return self.files
+
+    @property
+    def macho(self) -> MachOFiles:
+        """The Mach-O section of a target of Mach-O files."""
+        assert isinstance(self.files, MachOFiles), f"{self.triple} makes no Mach-O files"
+        return self.files
+
+    @property
+    def redistributable(self) -> Redistributable | None:
+        """A vendor's files its trees ship as the vendor built them (PE targets only)."""
+        return self.files.redistributable if isinstance(self.files, PeFiles) else None
+
+    @property
     def native(self) -> bool:
         """Whether this machine builds and runs the target's code as its own; any other
         target is cross-compiled and its programs run through an emulator or Wine."""
-        return self.runner == "native"
-
-    @property
-    def glibc(self) -> bool:
-        """Whether its C library is glibc, whose symbol versions the files may need (up
-        to the ceiling): what PYTHON.json's crt_features and the ELF rules judge."""
-        return self.libc == "glibc"
+        return self.run.kind == "native"
 
     @property
     def emulated(self) -> bool:
         """Whether its programs run here through an emulator (binfmt_misc, qemu-user)."""
-        return self.runner == "emulator"
+        return self.run.kind == "emulator"
+
+    @property
+    def emulator_env(self) -> dict[str, str]:
+        """The environment of the target's programs on this machine: the emulator's CPU."""
+        if isinstance(self.run, RunsEmulated) and self.run.cpu:
+            return {"QEMU_CPU": self.run.cpu}
+        return {}
+
+    @property
+    def wine(self) -> RunsUnderWine:
+        """The Wine that runs a Windows target's programs here."""
+        assert isinstance(self.run, RunsUnderWine), f"{self.triple} does not run under Wine"
+        return self.run
 
     def require(self, step: str) -> None:
         """Stops, with the data's reason, when `step` is not made for this target yet."""
-        if step in self.unfinished:
-            raise PyfreightError(f"{self.triple}: {' '.join(self.unfinished[step].split())}")
+        if step in self.builds.unfinished:
+            raise PyfreightError(f"{self.triple}: {' '.join(self.builds.unfinished[step].split())}")
 
     @property
     def os(self) -> str:
         """The operating system, as uv names it (linux, windows): what recipes say they
         are unavailable on."""
         return self.uv_platform[0]
-
-    @property
-    def binary_format(self) -> str:
-        """ "elf", "pe" or "macho": what the target's executables and libraries are."""
-        if self.pe_machine is not None:
-            return "pe"
-        return "macho" if self.macho_cpu is not None else "elf"
 
     @property
     def uname_machine(self) -> str:
@@ -165,96 +301,105 @@ class Target:
     @property
     def frameworks(self) -> frozenset[str]:
         """The macOS frameworks the target's files may load (those of `libc.needed`)."""
-        found = (
-            re.fullmatch(r"/System/Library/Frameworks/(\w+)\.framework/.*", n) for n in self.allowed_needed
-        )
+        found = (re.fullmatch(r"/System/Library/Frameworks/(\w+)\.framework/.*", n) for n in self.libc.needed)
         return frozenset(m[1] for m in found if m)
-
-    @property
-    def macos_minimum_text(self) -> str:
-        assert self.macos_minimum is not None, f"{self.triple} is not a macOS target"
-        return ".".join(map(str, self.macos_minimum))
-
-    @property
-    def emulator_env(self) -> dict[str, str]:
-        """The environment of the target's programs on this machine: the emulator's CPU."""
-        return {"QEMU_CPU": self.emulator_cpu} if self.emulator_cpu else {}
-
-    @property
-    def ceiling(self) -> tuple[int, int]:
-        """The C library ceiling of a glibc or musl target (ucrt has none)."""
-        assert self.libc_ceiling is not None, f"{self.triple} has no C library ceiling"
-        return self.libc_ceiling
-
-    @property
-    def ceiling_text(self) -> str:
-        return ".".join(map(str, self.ceiling))
-
-    @property
-    def elf_loader(self) -> str:
-        """PT_INTERP's file name of a target of ELF files."""
-        assert self.loader is not None, f"{self.triple} has no ELF loader"
-        return self.loader
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> Target:
-        ceiling = data["libc"].get("ceiling")
-        run = data["run"]
-        run_kind = "native" if run == "native" else next(iter(run))
-        elf = data.get("elf", {})
-        zig = data["sysroot"].get("zig")
-        macho = data.get("macho", {})
         return cls(
             triple=data["triple"],
             make_name=data["make_name"],
-            clang_triple=data["clang_triple"],
             python_platform_tag=data["python_platform_tag"],
             uv_platform=(data["uv_platform"]["os"], data["uv_platform"]["arch"], data["uv_platform"]["libc"]),
             debian_architecture=data["debian_architecture"],
-            sysroot=MappingProxyType(dict(data["sysroot"])),
-            zig=None if zig is None else _wheel_source(zig),
-            zig_llvm=None if zig is None else str(zig["llvm"]),
-            control_flow_cflags=data.get("control_flow_cflags", ""),
-            compiler_flags=data.get("compiler_flags", ""),
-            elf_machine=elf.get("machine"),
-            loader=elf.get("loader"),
-            pe_machine=data.get("pe", {}).get("machine"),
-            redistributable=_redistributable(data.get("pe", {}).get("redistributed")),
-            launchers=_launchers(data.get("pe", {}).get("launchers")),
-            msvc_wheels=MappingProxyType(
-                {abi: _wheel_source(w) for abi, w in data.get("msvc_wheels", {}).items()}
-            ),
-            macho_cpu=macho.get("cpu"),
-            macos_minimum=_major_minor(macho["minimum_os"]) if macho else None,
-            code_signature_required=macho.get("code_signature") == "required",
-            exported_by_the_toolchain=MappingProxyType(dict(macho.get("exported_by_the_toolchain", {}))),
-            libc=data["libc"]["name"],
-            libc_ceiling=None if ceiling is None else _major_minor(ceiling),
-            static_linking=bool(data["libc"].get("static_linking", False)),
-            allowed_needed=frozenset(data["libc"]["needed"]),
-            system_libraries=frozenset(data["libc"]["system_libraries"]),
             recipe_env=MappingProxyType(dict(data["recipe_env"])),
-            runner="emulator" if run_kind == "emulator" else run_kind,
-            unavailable_reason=run.get("unavailable") if run_kind == "unavailable" else None,
-            emulator=run.get("emulator") if run_kind == "emulator" else None,
-            emulator_cpu=run.get("cpu") if run_kind == "emulator" else None,
-            wine_packages=MappingProxyType(dict(run["wine"]["packages"]) if run_kind == "wine" else {}),
-            wine_limits=MappingProxyType(dict(run["wine"].get("limits", {})) if run_kind == "wine" else {}),
-            cpython_configure_answers=MappingProxyType(dict(data.get("cpython_configure_answers", {}))),
-            cpython_ldflags=data.get("cpython_ldflags", ""),
-            cpython_build=data.get("cpython_build", "configure"),
-            unfinished=MappingProxyType(dict(data.get("unfinished", {}))),
-            unavailable_options=MappingProxyType(dict(data.get("unavailable_options", {}))),
-            unavailable_versions=MappingProxyType(dict(data.get("unavailable_versions", {}))),
-            release_options=tuple(data["release_options"]),
-            cross_cc=data.get("cross_cc", {}).get("command"),
-            cross_cc_packages=tuple(data.get("cross_cc", {}).get("debian_packages", ())),
-            runtime_tools=data.get("runtime_tools"),
-            experimental_jit=bool(data.get("experimental_jit", False)),
-            bolt=bool(data.get("bolt", False)),
-            foreign_profile_runtime=bool(data.get("foreign_profile_runtime", False)),
+            toolchain=_toolchain(data["toolchain"]),
+            files=_files(data),
+            libc=_libc(data["libc"]),
+            run=_running(data["run"]),
+            builds=_builds(data["builds"]),
             is_default=bool(data.get("default", False)),
         )
+
+
+def _toolchain(data: dict[str, Any]) -> Toolchain:
+    zig = data["sysroot"].get("zig")
+    cross = data.get("cross_cc")
+    return Toolchain(
+        clang_triple=data["clang_triple"],
+        sysroot=MappingProxyType(dict(data["sysroot"])),
+        zig=None if zig is None else _wheel_source(zig),
+        zig_llvm=None if zig is None else str(zig["llvm"]),
+        compiler_flags=data.get("compiler_flags", ""),
+        control_flow_cflags=data.get("control_flow_cflags", ""),
+        cpython_build=data.get("cpython_build", "configure"),
+        cpython_configure_answers=MappingProxyType(dict(data.get("cpython_configure_answers", {}))),
+        cpython_ldflags=data.get("cpython_ldflags", ""),
+        cross_cc=None if cross is None else CrossCompiler(cross["command"], tuple(cross["debian_packages"])),
+        foreign_profile_runtime=bool(data.get("foreign_profile_runtime", False)),
+    )
+
+
+def _files(data: dict[str, Any]) -> BinaryFiles:
+    """The one section of `elf`, `pe` and `macho` the file has (its schema holds it to one)."""
+    if "elf" in data:
+        return ElfFiles(machine=data["elf"]["machine"], loader=data["elf"]["loader"])
+    if "pe" in data:
+        pe = data["pe"]
+        return PeFiles(
+            machine=pe["machine"],
+            redistributable=_redistributable(pe.get("redistributed")),
+            launchers=_launchers(pe.get("launchers")),
+            msvc_wheels=MappingProxyType(
+                {abi: _wheel_source(w) for abi, w in pe.get("msvc_wheels", {}).items()}
+            ),
+        )
+    macho = data["macho"]
+    return MachOFiles(
+        cpu=macho["cpu"],
+        minimum_os=_major_minor(macho["minimum_os"]),
+        code_signature_required=macho.get("code_signature") == "required",
+        exported_by_the_toolchain=MappingProxyType(dict(macho.get("exported_by_the_toolchain", {}))),
+    )
+
+
+def _libc(data: dict[str, Any]) -> CLibrary:
+    ceiling = data.get("ceiling")
+    return CLibrary(
+        name=data["name"],
+        ceiling=None if ceiling is None else _major_minor(ceiling),
+        static_linking=bool(data.get("static_linking", False)),
+        needed=frozenset(data["needed"]),
+        system_libraries=frozenset(data["system_libraries"]),
+        runtime_tools=data.get("runtime_tools"),
+    )
+
+
+def _running(data: str | dict[str, Any]) -> Running:
+    """`run: native`, or a mapping of one way (emulator, wine, unavailable) to its details."""
+    if data == "native":
+        return RunsNatively()
+    assert isinstance(data, dict)
+    if "emulator" in data:
+        return RunsEmulated(emulator=data["emulator"], cpu=data.get("cpu"))
+    if "wine" in data:
+        wine = data["wine"]
+        return RunsUnderWine(
+            packages=MappingProxyType(dict(wine["packages"])),
+            limits=MappingProxyType(dict(wine.get("limits") or {})),
+        )
+    return RunsNowhereHere(reason=data["unavailable"])
+
+
+def _builds(data: dict[str, Any]) -> Builds:
+    return Builds(
+        release=tuple(data["release"]),
+        unavailable_options=MappingProxyType(dict(data.get("unavailable_options", {}))),
+        unavailable_versions=MappingProxyType(dict(data.get("unavailable_versions", {}))),
+        unfinished=MappingProxyType(dict(data.get("unfinished", {}))),
+        experimental_jit=bool(data.get("experimental_jit", False)),
+        bolt=bool(data.get("bolt", False)),
+    )
 
 
 def _major_minor(text: str) -> tuple[int, int]:
@@ -350,13 +495,15 @@ def build_machine_target() -> Target:
 
 def emulators() -> list[str]:
     """The binfmt_misc emulators the targets need (scripts/ensure-emulators.sh)."""
-    return sorted({t.emulator for t in all_targets().values() if t.emulator})
+    return sorted({t.run.emulator for t in all_targets().values() if isinstance(t.run, RunsEmulated)})
 
 
 def cross_compilers() -> list[str]:
     """`COMMAND:PACKAGE,…` for each target's cross compiler (scripts/setup.sh)."""
     return sorted(
-        f"{t.cross_cc}:{','.join(t.cross_cc_packages)}" for t in all_targets().values() if t.cross_cc
+        f"{cc.command}:{','.join(cc.debian_packages)}"
+        for cc in (t.toolchain.cross_cc for t in all_targets().values())
+        if cc is not None
     )
 
 

@@ -32,7 +32,7 @@ LLVM_BIN = f"/usr/lib/llvm-{LLVM}/bin"  # its unversioned tools, in the build im
 #  -ffile-prefix-map: the container's build folder does not land in objects.
 def common_cflags(target: Target) -> str:
     platform = platform_of(target)
-    hardening = f"{platform.hardening_cflags} {target.control_flow_cflags}".rstrip()
+    hardening = f"{platform.hardening_cflags} {target.toolchain.control_flow_cflags}".rstrip()
     frame_pointers = platform.frame_pointer_cflags
     flags = f"-O2 -fPIC -fvisibility=hidden {hardening}"
     if frame_pointers:
@@ -51,15 +51,15 @@ def compiler_commands(target: Target) -> tuple[str, str]:
     for glibc the floor header, in the command itself so that no build (and no
     configure check) can leave it out by ignoring CFLAGS or CPPFLAGS. A zig sysroot's
     compiler is zig's clang, which knows its own headers and libraries."""
-    if target.zig is not None:
+    if target.toolchain.zig is not None:
         # -g0: zig's cc writes CodeView debug info unless told not to, and with it the
         # whole compiler command line, build folder included, into every object.
-        flags = f"-target {target.clang_triple} -g0 {target.compiler_flags}".rstrip()
+        flags = f"-target {target.toolchain.clang_triple} -g0 {target.toolchain.compiler_flags}".rstrip()
         return f"{SYSROOT}/bin/zig-cc {flags}", f"{SYSROOT}/bin/zig-c++ {flags}"
-    flags = f"--target={target.clang_triple} --sysroot={SYSROOT}"
-    if target.compiler_flags:
-        flags += f" {target.compiler_flags}"
-    if target.glibc:
+    flags = f"--target={target.toolchain.clang_triple} --sysroot={SYSROOT}"
+    if target.toolchain.compiler_flags:
+        flags += f" {target.toolchain.compiler_flags}"
+    if target.libc.glibc:
         flags += f" -include {GLIBC_FLOOR_HEADER}"
     return f"clang-{LLVM} {flags}", f"clang++-{LLVM} {flags}"
 
@@ -68,7 +68,7 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
     """The environment of build.sh: the toolchain, and the target's own settings for
     recipes (targets/*.yaml `recipe_env`, e.g. $OPENSSL_TARGET). Only `jobs` and the
     epoch vary between runs of the same recipe; neither may change the bytes produced."""
-    clang_triple = target.clang_triple
+    clang_triple = target.toolchain.clang_triple
     cc, cxx = compiler_commands(target)
     # A foreign target's programs (configure's test programs, tools a build makes and
     # runs) run through its emulator, which finds their loader and C library in the
@@ -86,7 +86,7 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
         else {}
     )
     emulation |= target.emulator_env
-    if target.zig is not None:
+    if target.toolchain.zig is not None:
         emulation["ZIG_GLOBAL_CACHE_DIR"] = ZIG_CACHE
     if platform_of(target).resource_compiler:  # Windows resources (.rc), with the sysroot's headers
         emulation["RC"] = emulation["WINDRES"] = resource_compiler(target)
@@ -132,16 +132,15 @@ WINDRES_TARGETS = {"AMD64": "pe-x86-64", "ARM64": "pe-aarch64-little"}
 def resource_compiler(target: Target) -> str:
     """$RC and $WINDRES of a PE target: LLVM's windres for its machine, preprocessing
     with the sysroot's mingw-w64 headers (winresrc.h, winver.h)."""
-    assert target.pe_machine is not None, f"{target.triple} makes no PE files"
     headers = f"{SYSROOT}/zig/lib/libc/include/any-windows-any"
-    return f"llvm-windres-{LLVM} --target={WINDRES_TARGETS[target.pe_machine]} --preprocessor-arg=-I{headers}"
+    return f"llvm-windres-{LLVM} --target={WINDRES_TARGETS[target.pe.machine]} --preprocessor-arg=-I{headers}"
 
 
 def profile_runtime_package(target: Target, pinned_packages: str) -> str:
     """package:arch=version of Debian's LLVM profile runtime for a target that takes its
     architecture's (targets/*.yaml `foreign_profile_runtime`), pinned as the build image's
     own is (`pinned_packages`: dockerfiles/build-packages.txt); "" for any other target."""
-    if not target.foreign_profile_runtime:
+    if not target.toolchain.foreign_profile_runtime:
         return ""
     name = f"libclang-rt-{LLVM}-dev"
     for line in pinned_packages.splitlines():

@@ -55,7 +55,7 @@ command -v strace >/dev/null 2>&1 || apt_install strace
 command -v pkg-config >/dev/null 2>&1 || apt_install pkgconf
 # GNU patch applies zig-patches/ to the pinned zig when it is unpacked here.
 command -v patch >/dev/null 2>&1 || apt_install patch
-# Compilers that link for the cross-compiled targets (targets/*.yaml `cross_cc`), for
+# Compilers that link for the cross-compiled targets (targets/*.yaml `toolchain.cross_cc`), for
 # `pyfreight embed` of their archives.
 for entry in $(.venv/bin/python -c 'import pyfreight.targets as t; print(*t.cross_compilers())'); do
   packages=${entry#*:}

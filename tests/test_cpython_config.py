@@ -7,6 +7,7 @@ import pytest
 from pyfreight.cpython.options import BuildOptions, compiler_env, configure_args
 from pyfreight.cpython.versions import cpython_source
 from pyfreight.errors import PyfreightError
+from pyfreight.runners import Runner, runner_for
 from pyfreight.targets import all_targets, default_target
 
 V313, V314 = cpython_source("3.13"), cpython_source("3.14")
@@ -120,11 +121,11 @@ def test_schema_accepts_every_modifier_and_nothing_else():
 def test_a_foreign_target_is_cross_configured_with_its_answers():
     """A target this machine does not run natively is configured as a cross build with
     the build python and the answers of its target file; the native one is not."""
-    foreign = next(t for t in all_targets().values() if t.runner == "emulator")
+    foreign = next(t for t in all_targets().values() if t.run.kind == "emulator")
     args = configure_args(V314, BuildOptions.parse("lto"), foreign)
-    assert f"--host={foreign.clang_triple}" in args
+    assert f"--host={foreign.toolchain.clang_triple}" in args
     assert any(a.startswith("--with-build-python=") and a.endswith("/bin/python3.14") for a in args)
-    assert {f"{k}={v}" for k, v in foreign.cpython_configure_answers.items()} <= set(args)
+    assert {f"{k}={v}" for k, v in foreign.toolchain.cpython_configure_answers.items()} <= set(args)
     native = configure_args(V314, BuildOptions.parse("lto"), default_target())
     # a native build answers nothing for the target; only which compiler it is (clang)
     assert not any(a.startswith(("--host=", "--with-build-python=")) for a in native)
@@ -132,12 +133,22 @@ def test_a_foreign_target_is_cross_configured_with_its_answers():
 
 
 def test_control_flow_protection_is_the_targets_own():
-    for found in (t for t in all_targets().values() if t.control_flow_cflags):
+    for found in (t for t in all_targets().values() if t.toolchain.control_flow_cflags):
         env = compiler_env(BuildOptions.parse("noopt"), found)
-        assert found.control_flow_cflags in env["CFLAGS"]
+        assert found.toolchain.control_flow_cflags in env["CFLAGS"]
         assert (
-            found.control_flow_cflags not in compiler_env(BuildOptions.parse("noopt+nocet"), found)["CFLAGS"]
+            found.toolchain.control_flow_cflags
+            not in compiler_env(BuildOptions.parse("noopt+nocet"), found)["CFLAGS"]
         )
+
+
+def _runner_of(kind: str) -> Runner:
+    """The runner of the first target whose programs run here that way (targets/*.yaml `run`)."""
+    return runner_for(next(t for t in all_targets().values() if t.run.kind == kind))
+
+
+def _musl_runner() -> Runner:
+    return runner_for(next(t for t in all_targets().values() if t.libc.name == "musl"))
 
 
 def test_emulated_runs_also_skip_the_emulators_failures():
@@ -147,7 +158,7 @@ def test_emulated_runs_also_skip_the_emulators_failures():
 
     suite = load_test_suite()
     native = test_suite_command("python3", "subset")
-    emulated = test_suite_command("python3", "subset", runner="emulator")
+    emulated = test_suite_command("python3", "subset", _runner_of("emulator"))
     assert suite["ignore_emulated"]
     for pattern in suite["ignore"]:
         assert pattern in native and pattern in emulated
@@ -162,7 +173,7 @@ def test_wine_runs_skip_wines_failures_and_start_through_the_harness_script():
 
     suite = load_test_suite()
     script = ["regrtest_wine.py"]
-    wine = test_suite_command("python.exe", "subset", runner="wine", launcher=script, rerun=True)
+    wine = test_suite_command("python.exe", "subset", _runner_of("wine"), launcher=script, rerun=True)
     native = test_suite_command("python3", "subset")
     assert suite["ignore_wine"]
     assert wine[:7] == ["python.exe", "regrtest_wine.py", "-j", "2", "--timeout", "900", "--rerun"]
@@ -179,7 +190,7 @@ def test_cases_our_build_for_an_os_lacks_are_skipped_for_its_targets_only():
 
     by_os = load_test_suite()["ignore_os"]
     assert by_os["windows"]
-    windows = test_suite_command("python.exe", "subset", libc="ucrt", os_name="windows")
+    windows = test_suite_command("python.exe", "subset", _runner_of("wine"))
     linux = test_suite_command("python3", "subset")
     for pattern in by_os["windows"]:
         assert pattern in windows and pattern not in linux
@@ -192,11 +203,11 @@ def test_files_an_os_cannot_import_are_left_out_of_its_full_runs_only():
 
     files = sorted(load_test_suite()["exclude_os"]["windows"])
     assert "test_capi" in files
-    windows = test_suite_command("python.exe", "full", libc="ucrt", os_name="windows")
+    windows = test_suite_command("python.exe", "full", _runner_of("wine"))
     linux = test_suite_command("python3", "full")
     assert windows[windows.index("-x") :] == ["-x", *files]
     assert "-x" not in linux and not set(files) & set(linux)
-    subset = test_suite_command("python.exe", "subset", os_name="windows")
+    subset = test_suite_command("python.exe", "subset", _runner_of("wine"))
     assert "-x" not in subset and not set(files) & set(subset)
 
 
@@ -205,8 +216,8 @@ def test_cases_a_static_program_fails_are_skipped_for_static_interpreters_only()
 
     static_only = load_test_suite()["ignore_static"]
     assert static_only
-    static = test_suite_command("python3", "subset", libc="musl", static=True)
-    dynamic = test_suite_command("python3", "subset", libc="musl")
+    static = test_suite_command("python3", "subset", _musl_runner(), static=True)
+    dynamic = test_suite_command("python3", "subset", _musl_runner())
     for pattern in static_only:
         assert pattern in static and pattern not in dynamic
 
@@ -216,8 +227,8 @@ def test_cases_a_c_library_fails_are_skipped_for_its_targets_only():
 
     by_libc = load_test_suite()["ignore_libc"]
     assert by_libc["musl"]
-    musl = test_suite_command("python3", "subset", libc="musl")
-    glibc = test_suite_command("python3", "subset", libc="glibc")
+    musl = test_suite_command("python3", "subset", _musl_runner())
+    glibc = test_suite_command("python3", "subset", runner_for(default_target()))
     for pattern in by_libc["musl"]:
         assert pattern in musl and pattern not in glibc
 
@@ -276,7 +287,7 @@ def test_frame_pointers_in_every_linux_build_unless_nofp():
 
 
 def test_bolt_lays_out_x86_64_linux_pgo_builds_of_the_gil_unless_nobolt():
-    """The default where the target data says `bolt` (measured: 2% in geometric mean),
+    """The default where the target data says `builds.bolt` (measured: 2% in geometric mean),
     with the build's own LLVM; +nobolt is the side-by-side build without it."""
     from pyfreight.toolchain import LLVM
 

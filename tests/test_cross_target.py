@@ -18,7 +18,7 @@ from pyfreight.toolchain import LLVM
 from tests.in_image import bash_in_image, zlib_from_scratch
 
 pytestmark = pytest.mark.container
-FOREIGN = [t for t in all_targets().values() if t.runner == "emulator"]
+FOREIGN = [t for t in all_targets().values() if t.run.kind == "emulator"]
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -58,7 +58,7 @@ def test_zlib_was_built_for_the_target(cross_zlib):
     for obj in objects:
         with obj.open("rb") as fh:
             elf = ELFFile(fh)
-            assert (elf["e_machine"], elf["e_type"]) == (target.elf_machine, "ET_REL"), obj
+            assert (elf["e_machine"], elf["e_type"]) == (target.elf.machine, "ET_REL"), obj
 
 
 def test_a_program_linked_against_it_stays_under_the_ceiling_and_runs_emulated(cross_zlib):
@@ -67,13 +67,14 @@ def test_a_program_linked_against_it_stays_under_the_ceiling_and_runs_emulated(c
     out = _in_build_image(
         image,
         prefix,
-        f"clang-{LLVM} --target={target.clang_triple} --sysroot=/sysroot -fuse-ld=lld -O2 -Iinclude t.c "
+        f"clang-{LLVM} --target={target.toolchain.clang_triple} --sysroot=/sysroot -fuse-ld=lld -O2 "
+        "-Iinclude t.c "
         "-o t -Llib -lz && ./t",
         # the program runs through the emulator, which finds its loader in the sysroot
         env={"QEMU_LD_PREFIX": "/sysroot"},
     )
     assert out.strip() == f"{load_all()['zlib'].version}|1"
     facts = elf_facts(prefix / "t", prefix)
-    assert facts is not None and facts.machine == target.elf_machine
-    assert facts.glibc is not None and facts.glibc <= target.libc_ceiling
-    assert interpreter_identity(prefix / "t") == (target.elf_machine, target.loader)
+    assert facts is not None and facts.machine == target.elf.machine
+    assert facts.glibc is not None and facts.glibc <= target.libc.ceiling
+    assert interpreter_identity(prefix / "t") == (target.elf.machine, target.elf.loader)

@@ -183,22 +183,22 @@ BROKEN = [
     # images.yaml
     (
         "targets/x86_64-unknown-linux-gnu.yaml",
-        _drop(("sysroot", "packages")),
-        "sysroot",
+        _drop(("toolchain", "sysroot", "packages")),
+        "toolchain/sysroot",
         "'packages' is a required property",
     ),
     ("dockerfiles/images.yaml", _set(("base", "suit"), "bookworm"), "base", "'suit' was unexpected"),
     ("dockerfiles/images.yaml", _set(("runtime", "variant"), "minimal"), "runtime/variant", "is not one of"),
     (
         "targets/x86_64-unknown-linux-gnu.yaml",
-        _set(("sysroot", "packages", "libc6-dev"), 2.31),
-        "sysroot/packages/libc6-dev",
+        _set(("toolchain", "sysroot", "packages", "libc6-dev"), 2.31),
+        "toolchain/sysroot/packages/libc6-dev",
         "is not of type 'string'",
     ),
     (
         "targets/x86_64-unknown-linux-gnu.yaml",
-        _set(("sysroot", "keep"), ["/usr/include"]),
-        "sysroot/keep/0",
+        _set(("toolchain", "sysroot", "keep"), ["/usr/include"]),
+        "toolchain/sysroot/keep/0",
         "does not match",
     ),
     (
@@ -359,13 +359,13 @@ def _option_pattern(schema: str, *path: str) -> str:
 
 
 def test_the_schemas_option_patterns_accept_what_options_py_builds():
-    """PYTHON.json's build_options and a target's release_options name builds the way
+    """PYTHON.json's build_options and a target's builds.release name builds the way
     cpython/options.py parses them: every base and modifier it knows, and nothing else."""
     from pyfreight.cpython.naming import MAKE_SUFFIX
     from pyfreight.cpython.options import BASE_OPTIONS, MODIFIERS, BuildOptions
 
     described = _option_pattern("PYTHON.json.schema.json", "properties", "build_options")
-    released = _option_pattern("target.schema.json", "properties", "release_options", "items")
+    released = _option_pattern("target.schema.json", "properties", "builds", "properties", "release", "items")
     valid = [
         f"{prefix}{base}{'+' + modifier if modifier else ''}"
         for prefix in ("", "freethreaded+")
@@ -410,5 +410,5 @@ def test_a_target_may_refuse_each_option_feature_and_each_modifier_options_py_kn
     from pyfreight.cpython.options import MODIFIERS
 
     schema = json.loads((SCHEMA_DIR / "target.schema.json").read_text())
-    names = schema["properties"]["unavailable_options"]["propertyNames"]["enum"]
+    names = schema["properties"]["builds"]["properties"]["unavailable_options"]["propertyNames"]["enum"]
     assert sorted(names) == sorted(["pgo", "lto", "debug", "freethreaded", *MODIFIERS])

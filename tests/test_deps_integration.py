@@ -129,7 +129,7 @@ def test_links_and_needs_at_most_the_glibc_ceiling(built):
                     versions |= {a.name for a in auxes if a.name.startswith("GLIBC_")}
     assert versions
     newest = max(tuple(int(x) for x in v[len("GLIBC_") :].split(".")) for v in versions)
-    assert newest <= default_target().libc_ceiling, sorted(versions)
+    assert newest <= default_target().libc.ceiling, sorted(versions)
 
 
 def test_second_run_rebuilds_nothing(built):

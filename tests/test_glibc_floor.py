@@ -93,14 +93,14 @@ def test_the_header_holds_programs_objects_and_libraries_to_the_ceiling(tmp_path
     assert out.split() == ["7.389056", "0.693147", "5.656854"]
     facts = elf_facts(tmp_path / "p", tmp_path)
     assert facts is not None and facts.glibc is not None
-    assert facts.glibc <= target.libc_ceiling
+    assert facts.glibc <= target.libc.ceiling
     # The object keeps the old versions for whoever links it later (a packer).
     references = object_glibc_references((tmp_path / "p.o").read_bytes())
     assert {"exp", "log", "pow"} <= set(references)
-    assert all(v <= target.libc_ceiling for v in references.values()), references
+    assert all(v <= target.libc.ceiling for v in references.values()), references
     [(name, data)] = list(arfile.members(tmp_path / "libp.a"))
     assert name == "p.o" and object_glibc_references(data) == references
     # A function above the floor does not link, and the error names the floor.
     failed = bash_in_image(image.tag, tmp_path, f"{cc} -fuse-ld=lld s.c -o s -lpthread", check=False)
     assert failed.returncode != 0
-    assert f"sem_clockwait@{missing_version(target.libc_ceiling)}" in failed.stderr
+    assert f"sem_clockwait@{missing_version(target.libc.ceiling)}" in failed.stderr

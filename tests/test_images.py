@@ -27,8 +27,12 @@ def test_absolute_symlinks_become_relative(tmp_path):
 
 
 def _with_sysroot_pin(target: Target, package: str, version: str) -> Target:
-    sysroot = dict(target.sysroot) | {"packages": dict(target.sysroot["packages"]) | {package: version}}
-    return dataclasses.replace(target, sysroot=MappingProxyType(sysroot))
+    sysroot = dict(target.toolchain.sysroot) | {
+        "packages": dict(target.toolchain.sysroot["packages"]) | {package: version}
+    }
+    return dataclasses.replace(
+        target, toolchain=dataclasses.replace(target.toolchain, sysroot=MappingProxyType(sysroot))
+    )
 
 
 def test_tags_change_with_pins_only():

@@ -227,12 +227,12 @@ def cc(tmp_path_factory: pytest.TempPathFactory) -> Compile:
     links (zig's default is Debug, with UBSan); its caches are the workspace's."""
     sources = tmp_path_factory.mktemp("sources")
     ws = default_workspace()
-    commands = {t.clang_triple: pinned_zig(t, ws) for t in (ARM, INTEL)}
+    commands = {t.toolchain.clang_triple: pinned_zig(t, ws) for t in (ARM, INTEL)}
 
-    def compile_(out: Path, source: str, *flags: str, triple: str = ARM.clang_triple) -> Path:
+    def compile_(out: Path, source: str, *flags: str, triple: str = ARM.toolchain.clang_triple) -> Path:
         # One zig links every target; its command ends with the target's triple, which
         # a test may change (aarch64-macos.13.0: a newer minimum macOS).
-        zig = commands.get(triple, commands[ARM.clang_triple])
+        zig = commands.get(triple, commands[ARM.toolchain.clang_triple])
         source_file = sources / f"{hashlib.sha256(source.encode()).hexdigest()[:16]}.c"
         source_file.write_text(source)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -244,7 +244,7 @@ def cc(tmp_path_factory: pytest.TempPathFactory) -> Compile:
     return compile_
 
 
-def _good_tree(cc: Compile, root: Path, triple: str = ARM.clang_triple) -> Path:
+def _good_tree(cc: Compile, root: Path, triple: str = ARM.toolchain.clang_triple) -> Path:
     """A shared build's tree: libpython, the program loading it, an extension module."""
     libpython = cc(root / "lib/libpython3.14.dylib", C_API_SOURCE, *PYTHON_DYLIB, triple=triple)
     rpath = "-Wl,-rpath,@executable_path/../lib"
@@ -307,7 +307,7 @@ def test_good_files_linked_by_the_pinned_zig_have_no_problem(good_tree: Path):
 
 
 def test_good_intel_files_have_no_problem_unsigned(cc: Compile, tmp_path: Path):
-    facts, problems = check_macho_tree(_good_tree(cc, tmp_path, INTEL.clang_triple), INTEL)
+    facts, problems = check_macho_tree(_good_tree(cc, tmp_path, INTEL.toolchain.clang_triple), INTEL)
     assert problems == [] and len(facts) == 3
     assert {(f.cpu, f.minimum_os, f.signature) for f in facts} == {("X86_64", (10, 15), None)}
 
@@ -326,7 +326,7 @@ def test_a_static_builds_program_carries_the_c_api(cc: Compile, tmp_path: Path):
 
 
 def test_a_file_for_the_other_cpu_is_named(cc: Compile, tmp_path: Path):
-    cc(tmp_path / "bin/tool", PROGRAM_SOURCE, triple=INTEL.clang_triple)
+    cc(tmp_path / "bin/tool", PROGRAM_SOURCE, triple=INTEL.toolchain.clang_triple)
     assert check_macho_tree(tmp_path, ARM)[1] == [
         "bin/tool: cpu X86_64, not ARM64 (aarch64-apple-darwin)",
         f"bin/tool: {UNSIGNED}",
@@ -463,7 +463,9 @@ def test_fat_files_and_other_kinds_are_named_and_other_files_skipped(cc: Compile
     (52) where a fat file has its slice count: a fat file can declare 52 slices too, and
     dyld would load one. No macOS tree of ours ships either: both are refused as fat."""
     arm = cc(tmp_path / "parts/arm", C_API_SOURCE, *PYTHON_DYLIB).read_bytes()
-    intel = cc(tmp_path / "parts/intel", C_API_SOURCE, *PYTHON_DYLIB, triple=INTEL.clang_triple).read_bytes()
+    intel = cc(
+        tmp_path / "parts/intel", C_API_SOURCE, *PYTHON_DYLIB, triple=INTEL.toolchain.clang_triple
+    ).read_bytes()
     # fat_header and two fat_arch (big-endian): cputype, subtype, offset, size, align 2^14.
     fat = struct.pack(">II", 0xCAFEBABE, 2)
     fat += struct.pack(">iiIII", 0x0100000C, 0, 16384, len(arm), 14)

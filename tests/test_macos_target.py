@@ -45,21 +45,21 @@ MODULES = [
 
 
 def test_each_macos_target_names_its_cpu_minimum_and_signature_rule():
-    assert (ARM.binary_format, ARM.macho_cpu, ARM.macos_minimum, ARM.code_signature_required) == (
+    assert (ARM.binary_format, ARM.macho.cpu, ARM.macho.minimum_os, ARM.macho.code_signature_required) == (
         "macho",
         "ARM64",
         (11, 0),
         True,
     )
-    assert (INTEL.macho_cpu, INTEL.macos_minimum, INTEL.code_signature_required) == (
+    assert (INTEL.macho.cpu, INTEL.macho.minimum_os, INTEL.macho.code_signature_required) == (
         "X86_64",
         (10, 15),
         False,
     )
     for found in (ARM, INTEL):
         # zig writes the minimum macOS from its target triple alone
-        assert found.clang_triple.endswith(f"-macos.{found.macos_minimum_text}")
-        assert found.python_platform_tag.startswith(f"macosx-{found.macos_minimum_text}-")
+        assert found.toolchain.clang_triple.endswith(f"-macos.{found.macho.minimum_os_text}")
+        assert found.python_platform_tag.startswith(f"macosx-{found.macho.minimum_os_text}-")
         assert runner_for(found).kind == "unavailable" and not found.native
         assert found.frameworks == {"CoreFoundation", "SystemConfiguration"}
     assert (ARM.uname_machine, INTEL.uname_machine) == ("arm64", "x86_64")
@@ -194,8 +194,8 @@ def test_our_apple_declarations_compile_and_link_the_real_frameworks(found, tmp_
 
 def test_the_build_compiler_names_the_overlay_that_the_sysroot_carries():
     for found in (ARM, INTEL):
-        assert found.sysroot["overlay"] == "macos"
-        assert found.compiler_flags == "-I/sysroot/macos/include -F/sysroot/macos/frameworks"
+        assert found.toolchain.sysroot["overlay"] == "macos"
+        assert found.toolchain.compiler_flags == "-I/sysroot/macos/include -F/sysroot/macos/frameworks"
     assert sorted(p.name for p in (REPO_ROOT / "macos" / "frameworks").iterdir()) == [
         "CoreFoundation.framework",
         "SystemConfiguration.framework",
@@ -208,7 +208,7 @@ def test_stub_install_names_are_what_the_target_allows():
         name = next(
             line.split("'")[1] for line in stub.read_text().splitlines() if line.startswith("install-name")
         )
-        assert name in ARM.allowed_needed and name in INTEL.allowed_needed, stub
+        assert name in ARM.libc.needed and name in INTEL.libc.needed, stub
         assert Path(name).name == stub.stem
 
 

@@ -27,7 +27,7 @@ from pyfreight.verify.macho_rules import macho_problems
 from tests.conftest import pyfreight_cli, run_group
 
 REPO = Path(__file__).resolve().parent.parent
-MACOS = [t for t in all_targets().values() if t.macho_cpu is not None]
+MACOS = [t for t in all_targets().values() if t.binary_format == "macho"]
 pytestmark = pytest.mark.container
 
 
@@ -90,7 +90,7 @@ def test_the_archives_validate_and_say_what_packers_need(built):
         assert proc.returncode == 0, proc.stdout + proc.stderr
     document = json.loads(read_member(built["full"], "python/PYTHON.json"))
     target = all_targets()[document["target_triple"]]
-    assert target.macho_cpu is not None
+    assert target.binary_format == "macho"
     assert document["build_info"]["object_file_format"] == "mach-o"
     assert document["crt_features"] == ["libsystem-dynamic"]
     assert document["python_platform_tag"] == target.python_platform_tag
@@ -108,10 +108,10 @@ def test_the_interpreter_is_a_mach_o_program_of_the_target(built, tmp_path):
     path.write_bytes(members[executable])
     facts = macho_facts(path, tmp_path)
     assert facts is not None and facts.filetype == "execute"
-    target = next(t for t in MACOS if t.macho_cpu == facts.cpu)
-    assert facts.minimum_os == target.macos_minimum
-    assert {name for name, _ in facts.dylibs} <= target.allowed_needed
-    assert (facts.signature is not None) == target.code_signature_required
+    target = next(t for t in MACOS if t.macho.cpu == facts.cpu)
+    assert facts.minimum_os == target.macho.minimum_os
+    assert {name for name, _ in facts.dylibs} <= target.libc.needed
+    assert (facts.signature is not None) == target.macho.code_signature_required
     assert {"Py_Initialize", "PyList_New"} <= facts.exported
 
 
@@ -127,8 +127,8 @@ def test_the_tree_ships_libpython_as_a_dylib_found_by_rpath(built, tmp_path):
     facts = macho_facts(path, tmp_path)
     assert facts is not None and facts.filetype == "dylib"
     assert facts.install_name == "@rpath/libpython3.14.dylib"
-    target = next(t for t in MACOS if t.macho_cpu == facts.cpu)
-    assert {name for name, _ in facts.dylibs} <= target.allowed_needed
+    target = next(t for t in MACOS if t.macho.cpu == facts.cpu)
+    assert {name for name, _ in facts.dylibs} <= target.libc.needed
     assert {"Py_Initialize", "PyList_New", "PyInit__ssl", "PyInit__sqlite3"} <= facts.exported
     assert not {"SSL_new", "sqlite3_open", "deflate"} & facts.exported
     assert "python/bin/python3.14" in members  # the interpreter stays one static program
@@ -171,9 +171,9 @@ def test_validate_fails_an_archive_whose_mach_o_file_breaks_a_rule_in_one_line(b
     proc = pyfreight_cli("validate", broken)
     assert proc.returncode != 0
     failures = [line for line in proc.stdout.splitlines() if line.startswith("FAIL")]
-    expected = f"asks for macOS 99.0, newer than the target's {target.macos_minimum_text}"
+    expected = f"asks for macOS 99.0, newer than the target's {target.macho.minimum_os_text}"
     assert any(executable in line and expected in line for line in failures), proc.stdout
-    if target.code_signature_required:  # the byte changed after signing: the hashes say so
+    if target.macho.code_signature_required:  # the byte changed after signing: the hashes say so
         assert any("code signature is invalid" in line for line in failures), proc.stdout
     assert "Traceback" not in proc.stderr
 
@@ -194,7 +194,7 @@ def test_embed_links_a_macos_interpreter_from_the_full_archive_with_the_pinned_z
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     target = next(t for t in MACOS if f"-{t.triple}-" in built["full"].name)
     facts = macho_facts(out, tmp_path)
-    assert facts is not None and facts.filetype == "execute" and facts.cpu == target.macho_cpu
+    assert facts is not None and facts.filetype == "execute" and facts.cpu == target.macho.cpu
     assert macho_problems(facts, target, frozenset()) == []  # bin-less name: C API checked below
     assert {"Py_Initialize", "PyList_New", "PyModule_Create2", "PyArg_ParseTuple"} <= facts.exported
     frameworks = {name.split("/")[-1] for name, _ in facts.dylibs if "/Frameworks/" in name}

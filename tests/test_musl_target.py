@@ -21,7 +21,7 @@ from pyfreight.toolchain import LLVM, compiler_commands
 from tests.in_image import bash_in_image, zlib_from_scratch
 
 pytestmark = pytest.mark.container
-MUSL = [t for t in all_targets().values() if t.libc == "musl"]
+MUSL = [t for t in all_targets().values() if t.libc.name == "musl"]
 
 PROGRAM = r"""
 #include <math.h>
@@ -62,19 +62,22 @@ def test_zlib_objects_are_the_targets(musl_zlib):
     assert len(objects) > 10
     for obj in objects:
         with obj.open("rb") as fh:
-            assert ELFFile(fh)["e_machine"] == target.elf_machine, obj
+            assert ELFFile(fh)["e_machine"] == target.elf.machine, obj
 
 
 def _glibc_free_image(image_tag: str, target: Target, programs: list[Path], tag: str) -> str:
     """An image of nothing but the sysroot's loader (musl's libc.so) and `programs`."""
     loader = subprocess.run(
-        ["docker", "run", "--rm", "--network", "none", image_tag, "cat", f"/sysroot/lib/{target.loader}"],
+        ["docker", "run", "--rm", "--network", "none", image_tag, "cat", f"/sysroot/lib/{target.elf.loader}"],
         capture_output=True,
         check=True,
     ).stdout
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in [(f"lib/{target.loader}", loader), *((p.name, p.read_bytes()) for p in programs)]:
+        for name, data in [
+            (f"lib/{target.elf.loader}", loader),
+            *((p.name, p.read_bytes()) for p in programs),
+        ]:
             info = tarfile.TarInfo(name)
             info.size, info.mode = len(data), 0o755
             tar.addfile(info, io.BytesIO(data))
@@ -93,9 +96,9 @@ def test_programs_need_only_musl_and_run_without_glibc(musl_zlib):
         f"{cc} -fuse-ld=lld -O2 -static -Iinclude t.c -o static -Llib -lz -lm -pthread",
     )
     dynamic = elf_facts(prefix / "dynamic", prefix)
-    assert dynamic is not None and dynamic.needed == tuple(sorted(target.allowed_needed))
+    assert dynamic is not None and dynamic.needed == tuple(sorted(target.libc.needed))
     assert dynamic.glibc is None  # nothing of glibc
-    assert interpreter_identity(prefix / "dynamic") == (target.elf_machine, target.loader)
+    assert interpreter_identity(prefix / "dynamic") == (target.elf.machine, target.elf.loader)
     static = elf_facts(prefix / "static", prefix)
     assert static is not None and static.needed == () and interpreter_identity(prefix / "static")[1] is None
     tag = _glibc_free_image(

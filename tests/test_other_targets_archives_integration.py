@@ -27,7 +27,7 @@ pytestmark = pytest.mark.container
 # test_windows_target_integration.py).
 BUILT = (t for t in all_targets().values() if not t.is_default and t.os == "linux")
 OTHERS = sorted(BUILT, key=lambda t: t.triple)
-BUILDS = [(t, "noopt") for t in OTHERS] + [(t, "noopt+static") for t in OTHERS if t.static_linking]
+BUILDS = [(t, "noopt") for t in OTHERS] + [(t, "noopt+static") for t in OTHERS if t.libc.static_linking]
 
 
 def _params(builds: list[tuple[Target, str]]) -> list:
@@ -65,17 +65,18 @@ def test_the_stripped_archive_passes_test_dist_where_it_runs(archives):
 
 
 # The embed tests: the builds of targets that name a compiler here that links for them.
-WITH_CROSS_CC = _params([b for b in BUILDS if b[0].cross_cc and b[1] == "noopt"])
+WITH_CROSS_CC = _params([b for b in BUILDS if b[0].toolchain.cross_cc and b[1] == "noopt"])
 
 
 @pytest.mark.parametrize("archives", WITH_CROSS_CC, indirect=True)
 def test_embed_needs_a_compiler_for_the_target(archives, tmp_path):
     target, found = archives
+    cross = target.toolchain.cross_cc
     proc = pyfreight_cli("embed", found["full.tar.zst"], "-o", tmp_path / "python", CC="")
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines()[-1] == (
         f"error: {found['full.tar.zst'].name} is for {target.triple}: name a compiler that links for it, "
-        f"e.g. --cc {target.cross_cc} (Debian: apt-get install {' '.join(target.cross_cc_packages)})"
+        f"e.g. --cc {cross.command} (Debian: apt-get install {' '.join(cross.debian_packages)})"
     )
 
 
@@ -83,15 +84,17 @@ def test_embed_needs_a_compiler_for_the_target(archives, tmp_path):
 def test_embed_with_the_cross_compiler_runs_under_the_emulator(archives, tmp_path):
     target, found = archives
     out = tmp_path / "python-embedded"
-    proc = pyfreight_cli("embed", found["full.tar.zst"], "-o", out, "--cc", target.cross_cc)
+    proc = pyfreight_cli("embed", found["full.tar.zst"], "-o", out, "--cc", target.toolchain.cross_cc.command)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert interpreter_identity(out) == (target.elf_machine, target.loader)
+    assert interpreter_identity(out) == (target.elf.machine, target.elf.loader)
     # Beside the stdlib of the install tree, run through the emulator, which finds the
     # loader and C library the cross compiler linked against below its sysroot.
     extract(found["install_only.tar.gz"], tmp_path / "tree")
     installed = tmp_path / "tree" / "python" / "bin" / out.name
     out.rename(installed)
-    libc = subprocess.run([target.cross_cc, "-print-file-name=libc.so.6"], capture_output=True, text=True)
+    libc = subprocess.run(
+        [target.toolchain.cross_cc.command, "-print-file-name=libc.so.6"], capture_output=True, text=True
+    )
     env = {"PATH": os.environ["PATH"], "QEMU_LD_PREFIX": str(Path(libc.stdout.strip()).parent.parent)}
     probe = "import platform, sqlite3, ssl, zlib, _ctypes; print(platform.machine(), sqlite3.sqlite_version)"
     ran = subprocess.run([installed, "-I", "-c", probe], capture_output=True, text=True, env=env, timeout=600)

@@ -32,7 +32,7 @@ from pyfreight.targets import all_targets
 from pyfreight.verify.objects import object_problems
 from pyfreight.verify.pe_rules import check_pe_tree
 
-WINDOWS = next(t for t in all_targets().values() if t.pe_machine == "AMD64")
+WINDOWS = next(t for t in all_targets().values() if t.binary_format == "pe" and t.pe.machine == "AMD64")
 DEBUG, EXPORT, IMPORT, RESOURCE, BOUND_IMPORT, DELAY_IMPORT = 6, 0, 1, 2, 11, 13  # IMAGE_DIRECTORY_ENTRY_*
 
 LIBRARY_SOURCE = """

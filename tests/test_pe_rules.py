@@ -17,8 +17,8 @@ from pyfreight.formats.pe import PeFacts, UnreadablePe, pe_facts
 from pyfreight.targets import all_targets
 from pyfreight.verify.pe_rules import build_paths_in, check_pe_tree, manifest_problems, pe_problems
 
-WINDOWS = next(t for t in all_targets().values() if t.pe_machine == "AMD64")
-ALLOWED = {name.lower() for name in WINDOWS.allowed_needed} | {"python314.dll"}
+WINDOWS = next(t for t in all_targets().values() if t.binary_format == "pe" and t.pe.machine == "AMD64")
+ALLOWED = {name.lower() for name in WINDOWS.libc.needed} | {"python314.dll"}
 GOOD_DLL = PeFacts(
     path="python314.dll",
     machine="AMD64",
@@ -176,9 +176,9 @@ def test_the_windows_targets_wine_limits_are_data_with_reasons():
     checks = "".join((folder / name).read_text() for name in ("windows_checks.py", "shared_checks.py"))
     names = set(re.findall(r'^@(?:check|_shared)\("([^"]+)"\)$', checks, re.M))
     assert "venv with pip installing a local wheel" in names and len(names) > 10
-    assert set(WINDOWS.wine_limits) <= names, "a limit names no check"
-    assert all(len(reason) > 20 for reason in WINDOWS.wine_limits.values())
-    assert "venv with pip installing a local wheel" not in WINDOWS.wine_limits
+    assert set(WINDOWS.wine.limits) <= names, "a limit names no check"
+    assert all(len(reason) > 20 for reason in WINDOWS.wine.limits.values())
+    assert "venv with pip installing a local wheel" not in WINDOWS.wine.limits
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from tests.tiers import BENCHMARKS
 pytestmark = pytest.mark.container
 
 PGO_TARGETS = sorted(
-    (t for t in all_targets().values() if t.os == "linux" and "pgo" not in t.unavailable_options),
+    (t for t in all_targets().values() if t.os == "linux" and "pgo" not in t.builds.unavailable_options),
     key=lambda t: t.triple,
 )
 JIT_ON_REQUEST = (
@@ -43,7 +43,9 @@ def test_make_pgo_builds_checks_and_carries_the_jit(target, tmp_path):
     tree = re.findall(r"^install tree: (\S+)$", made.stdout, re.M)[-1]
     checked = pyfreight_cli("check-install", tree, "--tests", "none")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
-    assert bool(re.search(JIT_ON_REQUEST, checked.stdout, re.M)) is target.experimental_jit, checked.stdout
+    assert bool(re.search(JIT_ON_REQUEST, checked.stdout, re.M)) is target.builds.experimental_jit, (
+        checked.stdout
+    )
     archives = sorted(dist.iterdir())
     assert len(archives) == 3 and all("-pgo+lto-full" in p.name or "install_only" in p.name for p in archives)
     validated = pyfreight_cli("validate", *archives)

@@ -24,12 +24,12 @@ from pyfreight.sources.fetch import fetch_source
 from pyfreight.targets import all_targets
 from pyfreight.verify.pe_rules import check_pe_tree
 
-WINDOWS = next(t for t in all_targets().values() if t.launchers is not None)
-LAUNCHERS = WINDOWS.launchers
+WINDOWS = next(t for t in all_targets().values() if t.binary_format == "pe" and t.pe.launchers is not None)
+LAUNCHERS = WINDOWS.pe.launchers
 INSTALL_PIP = REPO_ROOT / "windows" / "install-pip.py"
 _, VERSIONS = load_versions()
 # The CPython releases the Windows target builds.
-WINDOWS_MINORS = sorted(minor for minor in VERSIONS if minor not in WINDOWS.unavailable_versions)
+WINDOWS_MINORS = sorted(minor for minor in VERSIONS if minor not in WINDOWS.builds.unavailable_versions)
 
 
 def _bundled_pip(minor: str) -> tuple[str, bytes]:

@@ -53,7 +53,7 @@ def test_no_module_outside_the_runners_branches_on_how_a_target_runs():
 
 
 def _one(runner_data: str):
-    return next(t for t in all_targets().values() if t.runner == runner_data)
+    return next(t for t in all_targets().values() if t.run.kind == runner_data)
 
 
 @pytest.mark.parametrize(
@@ -66,7 +66,7 @@ def _one(runner_data: str):
     ],
 )
 def test_each_target_gets_the_runner_its_data_names(runner_data, runner_class):
-    targets = [t for t in all_targets().values() if t.runner == runner_data]
+    targets = [t for t in all_targets().values() if t.run.kind == runner_data]
     assert targets, runner_data
     for target in targets:
         runner = runner_for(target)
@@ -82,7 +82,7 @@ def test_a_target_whose_programs_cannot_run_here_says_why_in_one_line(tmp_path):
         )
     message = str(refused.value)
     assert "\n" not in message and macos.triple in message
-    assert " ".join(str(macos.unavailable_reason).split()) in message
+    assert " ".join(str(macos.run.reason).split()) in message
     assert runner.describe(tmp_path, default_workspace(), tmp_path / "describe.py") is None
     assert (
         runner.run_tests_entry(tmp_path, "bin/python3", "build/run_tests.py", [], default_workspace()) is None

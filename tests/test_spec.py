@@ -37,16 +37,16 @@ def test_spellings():
 
 
 @pytest.mark.parametrize(
-    "target", sorted(t for t, f in all_targets().items() if "archives" not in f.unfinished), ids=str
+    "target", sorted(t for t, f in all_targets().items() if "archives" not in f.builds.unfinished), ids=str
 )
 def test_every_full_archive_name_parses_back_into_its_spec(target):
-    for text in all_targets()[target].release_options:
+    for text in all_targets()[target].builds.release:
         spec = BuildSpec.resolve(None, text, target)
         assert parse_full_name(FULL.file_name(spec, "20990101")) == (spec, "20990101")
 
 
 def test_what_a_target_cannot_have_is_refused_with_the_datas_reason():
-    foreign = next(t for t in all_targets().values() if "pgo" in t.unavailable_options)
+    foreign = next(t for t in all_targets().values() if "pgo" in t.builds.unavailable_options)
     with pytest.raises(PyfreightError, match=f"{foreign.triple} cannot be built pgo\\+lto: "):
         BuildSpec.resolve(None, "pgo+lto", foreign.triple)
     with pytest.raises(PyfreightError, match="static is for musl targets"):

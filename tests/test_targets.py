@@ -40,9 +40,12 @@ def test_every_target_file_loads_under_its_triple():
     assert sorted(f"{t}.yaml" for t in loaded) == [f.name for f in FILES]
     for triple, found in loaded.items():
         data = yaml.safe_load((TARGETS_DIR / f"{triple}.yaml").read_text())
-        assert found.clang_triple == data["clang_triple"]
-        assert found.loader == data.get("elf", {}).get("loader")
-        assert found.pe_machine == data.get("pe", {}).get("machine")
+        assert found.toolchain.clang_triple == data["toolchain"]["clang_triple"]
+        assert found.binary_format in data, "the file's own binary format section"
+        if found.binary_format == "elf":
+            assert found.elf.loader == data["elf"]["loader"]
+        if found.binary_format == "pe":
+            assert found.pe.machine == data["pe"]["machine"]
         assert found.recipe_env == data["recipe_env"]
 
 
@@ -54,7 +57,7 @@ def test_one_default_and_names_resolve():
 
 def test_system_libraries_are_ones_python_json_can_name():
     for found in all_targets().values():
-        assert found.system_libraries <= SCHEMA_SYSTEM_LIBRARIES, found.triple
+        assert found.libc.system_libraries <= SCHEMA_SYSTEM_LIBRARIES, found.triple
 
 
 def test_unknown_target_lists_the_known_ones():
@@ -114,14 +117,14 @@ def test_a_broken_field_is_named(tmp_path):
 def _facts(found) -> set[str]:
     return {
         found.triple,
-        found.clang_triple,
+        found.toolchain.clang_triple,
         found.make_name,
         found.python_platform_tag,
-        *([found.loader, found.elf_machine] if found.loader and found.elf_machine else []),
+        *([found.elf.loader, found.elf.machine] if found.binary_format == "elf" else []),
         found.debian_architecture,
-        found.control_flow_cflags,
-        *([found.emulator] if found.emulator else []),
-        *([found.cross_cc] if found.cross_cc else []),
+        found.toolchain.control_flow_cflags,
+        *([found.run.emulator] if found.run.kind == "emulator" else []),
+        *([found.toolchain.cross_cc.command] if found.toolchain.cross_cc else []),
         *found.recipe_env.values(),
     }
 
@@ -192,39 +195,43 @@ def test_validate_names_a_platform_tag_that_is_not_the_targets(tmp_path):
 
 
 def test_an_option_a_target_cannot_have_is_refused_with_its_reason():
-    """`unavailable_options` of a target file: the build stops in one line with the
+    """`builds.unavailable_options` of a target file: the build stops in one line with the
     data's reason, before anything is built."""
-    refusing = [t for t in all_targets().values() if "pgo" in t.unavailable_options]
+    refusing = [t for t in all_targets().values() if "pgo" in t.builds.unavailable_options]
     assert refusing, "no target file refuses pgo; pick another option for this test"
     found = refusing[0]
     proc = pyfreight_cli("build", "--target", found.make_name, "--options", "pgo+lto", "--no-check")
     assert proc.returncode == 1
-    reason = " ".join(found.unavailable_options["pgo"].split())
+    reason = " ".join(found.builds.unavailable_options["pgo"].split())
     assert proc.stderr.strip().splitlines() == [f"error: {found.triple} cannot be built pgo+lto: {reason}"]
 
 
 def test_static_is_refused_for_a_glibc_target():
     """The `static` modifier links the C library in; glibc targets say they cannot."""
     glibc = default_target()
-    assert glibc.libc == "glibc" and not glibc.static_linking
+    assert glibc.libc.name == "glibc" and not glibc.libc.static_linking
     proc = pyfreight_cli("build", "--target", glibc.make_name, "--options", "lto+static", "--no-check")
     assert proc.returncode == 1
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith(f"error: {glibc.triple} cannot be built lto+static: its C library (glibc)")
 
 
-CLANG_TARGETS = {triple: found for triple, found in all_targets().items() if found.zig is None}
+CLANG_TARGETS = {triple: found for triple, found in all_targets().items() if found.toolchain.zig is None}
 
 
 @pytest.mark.parametrize("found", list(CLANG_TARGETS.values()), ids=list(CLANG_TARGETS))
 def test_compiler_commands_hold_the_targets_own_flags(found):
     """Debian's clang for a target with a Debian sysroot (zig's: test_windows_target)."""
     cc, cxx = compiler_commands(found)
-    assert cc.split()[:3] == [f"clang-{LLVM}", f"--target={found.clang_triple}", f"--sysroot={SYSROOT}"]
+    assert cc.split()[:3] == [
+        f"clang-{LLVM}",
+        f"--target={found.toolchain.clang_triple}",
+        f"--sysroot={SYSROOT}",
+    ]
     assert cxx.startswith(f"clang++-{LLVM} ")
-    assert found.compiler_flags in cc
+    assert found.toolchain.compiler_flags in cc
     # glibc targets are held to their ceiling by the floor header; musl has no versions
-    assert (f"-include {GLIBC_FLOOR_HEADER}" in cc) == (found.libc == "glibc")
+    assert (f"-include {GLIBC_FLOOR_HEADER}" in cc) == (found.libc.name == "glibc")
 
 
 def test_a_static_interpreter_belongs_to_the_target_whose_libc_links_statically(tmp_path):
@@ -233,7 +240,11 @@ def test_a_static_interpreter_belongs_to_the_target_whose_libc_links_statically(
     source = tmp_path / "main.c"
     source.write_text("int main(void) { return 0; }\n")
     subprocess.run(["gcc", "-static", str(source), "-o", str(tmp_path / "static")], check=True)
-    machine = default_target().elf_machine
-    [static_target] = [t for t in all_targets().values() if t.elf_machine == machine and t.static_linking]
+    machine = default_target().elf.machine
+    [static_target] = [
+        t
+        for t in all_targets().values()
+        if t.binary_format == "elf" and t.elf.machine == machine and t.libc.static_linking
+    ]
     assert tree_target(tmp_path / "static") is static_target
     assert tree_target(Path(sys.executable).resolve()) is default_target()

@@ -84,7 +84,7 @@ def test_too_new_glibc_and_missing_c_api(tmp_path):
         {"python/bin/python3": "python3.14", "python/bin/python": "python3.14"},
     )
     problems = validate(archive)
-    ceiling = default_target().ceiling_text
+    ceiling = default_target().libc.ceiling_text
     assert _has(problems, "python/bin/python3.14", f"newer than {ceiling} allowed"), _messages(problems)
     assert _has(problems, "python/bin/python3.14", "does not export the C API")
 
@@ -185,7 +185,7 @@ def test_fortify_is_asked_of_glibc_interpreters_only_and_nothing_of_static_ones(
     )
     subprocess.run(["gcc", "-O2", "-static", "-fno-stack-protector", str(source), "-o", static], check=True)
     tree = _tree_with(tmp_path / "p", protected)
-    musl = next(t for t in all_targets().values() if t.libc == "musl")
+    musl = next(t for t in all_targets().values() if t.libc.name == "musl")
     assert _messages(_interpreter_problems(tree, "python/install", None, musl)) == []
     glibc = _messages(_interpreter_problems(tree, "python/install", None, default_target()))
     assert len(glibc) == 1 and "no _FORTIFY_SOURCE" in glibc[0]
@@ -214,7 +214,7 @@ def test_objects_of_the_full_archive_are_held_to_the_ceiling(tmp_path):
         },
     )
     problems = validate(archive)
-    ceiling = default_target().ceiling_text
+    ceiling = default_target().libc.ceiling_text
     assert _has(problems, "python/build/Objects/m.o", f"refers to exp@GLIBC_2.29, newer than {ceiling}")
     assert _has(problems, "python/build/lib/libm1.a(m.o)", "refers to exp@GLIBC_2.29"), _messages(problems)
     assert not any("log@" in p.message for p in problems)
@@ -285,7 +285,7 @@ def test_shared_objects_are_held_to_the_hardening_and_export_rules(tmp_path):
     target = default_target()
     found = _messages(
         _elf_problems(
-            loose, "python/install/lib/loose.so", target, elf_facts(loose, tmp_path), target.allowed_needed
+            loose, "python/install/lib/loose.so", target, elf_facts(loose, tmp_path), target.libc.needed
         )
     )
     for expected in (
@@ -302,7 +302,7 @@ def test_shared_objects_are_held_to_the_hardening_and_export_rules(tmp_path):
             "python/install/lib/hardened.so",
             target,
             elf_facts(hardened, tmp_path),
-            target.allowed_needed,
+            target.libc.needed,
         )
     )
     assert good == ["python/install/lib/hardened.so: exports symbols of bundled libraries: SSL_new_fake"]

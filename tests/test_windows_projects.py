@@ -32,7 +32,7 @@ from pyfreight.paths import default_workspace
 from pyfreight.sources.fetch import fetch_source
 from pyfreight.targets import all_targets, default_target
 
-WINDOWS = next(t for t in all_targets().values() if t.cpython_build == "visual-studio-projects")
+WINDOWS = next(t for t in all_targets().values() if t.toolchain.cpython_build == "visual-studio-projects")
 SOURCE = cpython_source(None)
 INNER = f"/build/work/{SOURCE.top_dir}"
 

@@ -24,23 +24,24 @@ from pyfreight.toolchain import build_environment
 from tests.conftest import make_source, pyfreight_cli, write_recipe
 from tests.make_dry_run import build_of_make
 
-WINDOWS = next(t for t in all_targets().values() if t.runner == "wine")
+WINDOWS = next(t for t in all_targets().values() if t.run.kind == "wine")
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_the_target_is_pe_built_with_the_pinned_zig_and_run_by_wine():
-    assert WINDOWS.binary_format == "pe" and WINDOWS.pe_machine == "AMD64" and WINDOWS.loader is None
-    assert WINDOWS.zig is not None and WINDOWS.zig.pypi is not None
+    assert WINDOWS.binary_format == "pe" and WINDOWS.pe.machine == "AMD64"
+    assert WINDOWS.toolchain.zig is not None and WINDOWS.toolchain.zig.pypi is not None
     assert (
-        WINDOWS.zig.file.startswith(f"ziglang-{WINDOWS.zig.pypi.version}-") and len(WINDOWS.zig.sha256) == 64
+        WINDOWS.toolchain.zig.file.startswith(f"ziglang-{WINDOWS.toolchain.zig.pypi.version}-")
+        and len(WINDOWS.toolchain.zig.sha256) == 64
     )
-    assert WINDOWS.os == "windows" and not WINDOWS.native and WINDOWS.emulator is None
-    assert dict(WINDOWS.wine_packages) and WINDOWS.libc_ceiling is None
+    assert WINDOWS.os == "windows" and not WINDOWS.native and WINDOWS.run.kind == "wine"
+    assert dict(WINDOWS.wine.packages) and WINDOWS.libc.ceiling is None
 
 
 def test_its_recipes_get_zigs_compiler_and_the_pe_flags():
     env = build_environment(WINDOWS, jobs=2, source_date_epoch=0)
-    assert env["CC"].split()[:3] == ["/sysroot/bin/zig-cc", "-target", WINDOWS.clang_triple]
+    assert env["CC"].split()[:3] == ["/sysroot/bin/zig-cc", "-target", WINDOWS.toolchain.clang_triple]
     assert "-g0" in env["CC"].split()  # else zig writes the command line and build folder into objects
     assert env["TARGET_OS"] == "windows" and env["CROSS_HOST"] == WINDOWS.recipe_env["CROSS_HOST"]
     assert "-fstack-clash-protection" not in env["CFLAGS"] and "-mguard=cf" not in env["CFLAGS"]
@@ -87,7 +88,7 @@ def test_naming_an_unavailable_recipe_is_one_line_with_the_reason():
 def test_a_build_the_target_cannot_have_is_refused_with_the_datas_reason(options, refusal):
     proc = pyfreight_cli("build", "--target", WINDOWS.make_name, "--options", options)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    reason = " ".join(WINDOWS.unavailable_options[refusal].split())
+    reason = " ".join(WINDOWS.builds.unavailable_options[refusal].split())
     expected = f"error: {WINDOWS.triple} cannot be built {options}: {reason}"
     assert proc.stderr.strip().splitlines() == [expected]
 
@@ -101,8 +102,8 @@ def test_lto_compiles_cpython_to_the_pinned_zigs_bitcode_and_says_which_llvm():
     assert optimization_flags(BuildOptions.parse("noopt"), WINDOWS) == ""
     # full LTO: ThinLTO through zig's linker did not link the same bytes twice
     assert optimization_flags(BuildOptions.parse("lto"), WINDOWS) == "-flto=full"
-    assert "fulllto" in WINDOWS.unavailable_options
-    assert "lto" not in WINDOWS.unavailable_options and WINDOWS.zig_llvm == "22"
+    assert "fulllto" in WINDOWS.builds.unavailable_options
+    assert "lto" not in WINDOWS.builds.unavailable_options and WINDOWS.toolchain.zig_llvm == "22"
     assert "-flto" not in build_environment(WINDOWS, jobs=1, source_date_epoch=0)["CFLAGS"]
 
 
@@ -145,7 +146,8 @@ def test_a_version_the_target_data_refuses_is_refused_in_one_line_with_its_reaso
 
     from pyfreight.cpython.spec import BuildSpec
 
-    refusing = replace(WINDOWS, unavailable_versions=MappingProxyType({"3.13": "a reason,\n  on two lines"}))
+    versions = MappingProxyType({"3.13": "a reason,\n  on two lines"})
+    refusing = replace(WINDOWS, builds=replace(WINDOWS.builds, unavailable_versions=versions))
     with pytest.raises(PyfreightError) as refused:
         BuildSpec.resolve("3.13", "noopt", refusing).check_target_has()
     assert str(refused.value) == f"{WINDOWS.triple} is not built for CPython 3.13: a reason, on two lines"
@@ -180,7 +182,7 @@ def test_a_cpython_wheel_is_fetched_for_the_interpreter_its_name_says(tmp_path):
         "--implementation", "cp", "--python-version", "3.14", "--abi", "cp314t",
     ]  # fmt: skip
     assert pypi.wheel_interpreter("ziglang-0.17.1-py3-none-manylinux_2_12_x86_64.whl") == []
-    wheel = WINDOWS.msvc_wheels["cp315t"]
+    wheel = WINDOWS.pe.msvc_wheels["cp315t"]
     fetched = fetch_source(wheel, tmp_path, log=lambda _: None)
     assert fetched.name == wheel.file and file_sha256(fetched) == wheel.sha256
 

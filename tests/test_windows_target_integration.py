@@ -40,7 +40,7 @@ from pyfreight.targets import all_targets
 from pyfreight.verify.pe_rules import check_pe_tree
 from tests.conftest import pyfreight_cli, run_group
 
-WINDOWS = next(t for t in all_targets().values() if t.runner == "wine")
+WINDOWS = next(t for t in all_targets().values() if t.run.kind == "wine")
 pytestmark = [pytest.mark.container, pytest.mark.part(WINDOWS.triple)]
 REPO = Path(__file__).resolve().parent.parent
 SMOKE = Path(__file__).parent / "windows" / "deps_smoke.c"
@@ -674,7 +674,7 @@ def test_the_pe_rules_pass_the_tree(windows_tree):
         "Scripts/pip.exe", "Scripts/pip3.14.exe", "Scripts/pip3.exe",
         "python.exe", "python3.dll", "python314.dll", "pythonw.exe", "vcruntime140.dll", "vcruntime140_1.dll",
     ]  # fmt: skip
-    for name, pinned in WINDOWS.pe_redistributed.items():  # Microsoft's, unmodified
+    for name, pinned in WINDOWS.pe.redistributed.items():  # Microsoft's, unmodified
         assert file_sha256(windows_tree / name) == pinned, name
     # pip's console scripts: its x86_64 launcher, then a shebang relative to it
     launcher = (windows_tree / distlib / "t64.exe").read_bytes()
@@ -863,7 +863,7 @@ def test_make_windows_lto_builds_checks_and_writes_archives_of_zigs_bitcode(tmp_
         checked = pyfreight_cli("validate", archive)
         assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
     document = json.loads(read_member(archives["full.tar.zst"], "python/PYTHON.json"))
-    assert document["build_info"]["object_file_format"] == f"llvm-bitcode:{WINDOWS.zig_llvm}"
+    assert document["build_info"]["object_file_format"] == f"llvm-bitcode:{WINDOWS.toolchain.zig_llvm}"
     assert document["build_options"] == "lto"
     core = document["build_info"]["core"]["objs"][0]
     assert read_member(archives["full.tar.zst"], f"python/{core}")[:4] == b"BC\xc0\xde"

@@ -64,8 +64,8 @@ def test_the_matrix_follows_the_targets_data():
     assert "3.14 x86_64-unknown-linux-gnu pgo+lto" in names
     assert "3.14 x86_64-unknown-linux-musl lto+static" in names
     assert "3.14 aarch64-unknown-linux-gnu pgo+lto" in names  # its profile runtime is Debian's arm64 one
-    # targets that say they cannot have PGO (unavailable_options: musl, Windows, macOS): never in a release
-    refusing = {t.triple for t in all_targets().values() if "pgo" in t.unavailable_options}
+    # targets that say they cannot have PGO (builds.unavailable_options: musl, Windows, macOS): never in a release
+    refusing = {t.triple for t in all_targets().values() if "pgo" in t.builds.unavailable_options}
     assert "x86_64-unknown-linux-musl" in refusing
     assert not [row for row in rows if row["target"] in refusing and "pgo" in row["options"]]
     assert len(names) == len(rows)
@@ -133,7 +133,7 @@ def test_the_macos_workflow_builds_each_target_on_linux_and_runs_it_on_a_mac_of_
     built = workflow["jobs"]["build"]["strategy"]["matrix"]["target"]
     ran = workflow["jobs"]["run"]["strategy"]["matrix"]["include"]
     assert workflow["jobs"]["build"]["runs-on"].startswith("ubuntu")
-    macos = {t.make_name: t for t in all_targets().values() if t.macho_cpu is not None}
+    macos = {t.make_name: t for t in all_targets().values() if t.binary_format == "macho"}
     assert sorted(built) == sorted(macos) == sorted(row["target"] for row in ran)
     # an Apple silicon runner for arm64, an Intel one for x86_64
     runners = {row["target"]: row["runner"] for row in ran}
@@ -151,12 +151,12 @@ def test_the_windows_workflow_builds_on_linux_and_runs_the_checks_on_real_window
     it copies beside the tree exist, and the facts it hands them name the target's
     platform tag, the one fact the checks take from the target file."""
     workflow = yaml.safe_load((WORKFLOWS / "windows.yml").read_text())
-    (windows,) = (t for t in all_targets().values() if t.pe_machine is not None)
+    (windows,) = (t for t in all_targets().values() if t.binary_format == "pe")
     build, run = workflow["jobs"]["build"], workflow["jobs"]["run"]
     assert build["runs-on"].startswith("ubuntu") and run["runs-on"].startswith("windows-")
     steps = "\n".join(step.get("run", "") for step in build["steps"])
     # The build users download by default: the target's first pgo release build.
-    (default,) = [o for o in windows.release_options if "pgo" in o]
+    (default,) = [o for o in windows.builds.release if "pgo" in o]
     assert f"make {windows.make_name}-pgo" in steps
     made = build_of_make(f"{windows.make_name}-pgo")
     assert (made.target, str(made.options)) == (windows, default)

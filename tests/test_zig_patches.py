@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import zipfile
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
@@ -14,8 +15,8 @@ from pyfreight.container import images, zig_sysroot
 from pyfreight.errors import PyfreightError
 from pyfreight.targets import all_targets
 
-WINDOWS = next(t for t in all_targets().values() if t.runner == "wine")
-PATCH = zig_sysroot.patch_files(WINDOWS.sysroot)
+WINDOWS = next(t for t in all_targets().values() if t.run.kind == "wine")
+PATCH = zig_sysroot.patch_files(WINDOWS.toolchain.sysroot)
 
 
 def _sides(patch: Path) -> dict[str, tuple[str, str]]:
@@ -72,7 +73,8 @@ def test_a_patch_that_does_not_apply_stops_with_one_line_naming_it(tmp_path):
 
 
 def test_the_patches_are_part_of_the_sysroots_identity():
+    sysroot = MappingProxyType({k: v for k, v in WINDOWS.toolchain.sysroot.items() if k != "patches"})
     unpatched = dataclasses.replace(
-        WINDOWS, sysroot={k: v for k, v in WINDOWS.sysroot.items() if k != "patches"}
+        WINDOWS, toolchain=dataclasses.replace(WINDOWS.toolchain, sysroot=sysroot)
     )
     assert images.sysroot_digest(unpatched) != images.sysroot_digest(WINDOWS)

@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 from pyfreight.cpython.versions import load_versions
-from pyfreight.targets import all_targets
+from pyfreight.targets import RunsEmulated, all_targets
 
 # Builds everything again in an empty build folder (reproduce, dependencies from scratch).
 FROM_SCRATCH = "from-scratch"
@@ -56,9 +56,13 @@ def missing_for(container: bool, part_names: set[str]) -> list[str]:
         if not engine:
             missing.append("a running Docker engine (make setup installs and starts one)")
     for target in all_targets().values():
-        if target.triple in part_names and target.emulator and not _registered(target.emulator):
+        if (
+            target.triple in part_names
+            and isinstance(target.run, RunsEmulated)
+            and not _registered(target.run.emulator)
+        ):
             missing.append(
-                f"the {target.emulator} emulator registered with binfmt_misc, for {target.triple} "
+                f"the {target.run.emulator} emulator registered with binfmt_misc, for {target.triple} "
                 "(make setup registers it, as root)"
             )
     return missing

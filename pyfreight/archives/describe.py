@@ -58,7 +58,7 @@ def object_file_format(first_object: Path, target: Target) -> str:
     if magic == ELF_MAGIC:
         return "elf"
     if magic == BITCODE_MAGIC:
-        return f"llvm-bitcode:{target.zig_llvm or toolchain.LLVM}"
+        return f"llvm-bitcode:{target.toolchain.zig_llvm or toolchain.LLVM}"
     if magic[:2] in COFF_MACHINES:
         return "coff"
     if magic == MACHO_MAGIC:
@@ -106,11 +106,11 @@ def link_entry(word: str, libraries: dict[str, Library], target: Target) -> dict
     name = word.removeprefix("-l")
     if name in libraries:
         return {"name": name, "path_static": libraries[name].path}
-    if name in target.system_libraries:
+    if name in target.libc.system_libraries:
         return {"name": name, "system": True}
     raise PyfreightError(
         f"the build links -l{name}, which is neither a system library of {target.triple} "
-        f"({', '.join(sorted(target.system_libraries))}) nor a static library of a dependency recipe"
+        f"({', '.join(sorted(target.libc.system_libraries))}) nor a static library of a dependency recipe"
     )
 
 
@@ -148,8 +148,8 @@ def crt_features(target: Target, static: bool, glibc_max: tuple[int, ...] | None
     version any of them needs."""
     if static:
         return ["static"]
-    if not target.glibc:
-        return [f"{target.libc}-dynamic"]
+    if not target.libc.glibc:
+        return [f"{target.libc.name}-dynamic"]
     return ["glibc-dynamic", "glibc-max-symbol-version:" + ".".join(map(str, glibc_max or ()))]
 
 

@@ -70,7 +70,7 @@ def register(sub: Subparsers, shared: SharedOptions) -> None:
 
     p = sub.add_parser(
         "matrix",
-        help="the builds a release carries (targets/*.yaml release_options by pinned CPython versions), "
+        help="the builds a release carries (targets/*.yaml builds.release by pinned CPython versions), "
         "as make commands",
     )
     p.add_argument("--json", action="store_true", help='as a GitHub Actions matrix ({"include": [...]})')

@@ -8,7 +8,7 @@
 - build:   per target: dockerfiles/build.Dockerfile on the base, the pinned toolchain
            and the target's sysroot;
 - runtime: the suite installs are checked in, of the target's architecture; for a
-           target with `runtime_tools` (musl), an image with no glibc at all.
+           target with `libc.runtime_tools` (musl), an image with no glibc at all.
 
 Each tag is a hash of its inputs, so a changed pin makes a new image and an unchanged
 one is reused."""
@@ -37,7 +37,7 @@ from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import DOCKERFILES_DIR, Workspace
 from pyfreight.sources.mirrors import DebianMirrors, find_debian_mirrors
-from pyfreight.targets import Target, build_machine_target
+from pyfreight.targets import RunsEmulated, Target, build_machine_target
 
 SPEC_FILE = DOCKERFILES_DIR / "images.yaml"
 WINE_DOCKERFILE = "wine-runtime.Dockerfile"
@@ -58,16 +58,16 @@ def base_tag(spec: dict, section: str = "base") -> str:
 
 
 def sysroot_digest(target: Target) -> str:
-    if target.zig is not None:  # the wheel, and the compile that fills its cache in the image
+    if target.toolchain.zig is not None:  # the wheel, and the compile that fills its cache in the image
         driver = zig_sysroot.DRIVER.read_text()
-        overlay = zig_sysroot.overlay_digest_parts(target.sysroot)
-        patches = zig_sysroot.patches_digest(target.sysroot)
-        zig = ("sysroot", dict(target.sysroot), toolchain.zig_warm_command(target), driver, overlay)
+        overlay = zig_sysroot.overlay_digest_parts(target.toolchain.sysroot)
+        patches = zig_sysroot.patches_digest(target.toolchain.sysroot)
+        zig = ("sysroot", dict(target.toolchain.sysroot), toolchain.zig_warm_command(target), driver, overlay)
         # Patches join the digest only when there are some: an unpatched target's
         # sysroot (macOS's) keeps its digest, and its image.
         return _digest(*zig, patches) if patches else _digest(*zig)
-    floor = (target.libc_ceiling, glibc_floor.FORMAT) if target.glibc else None
-    parts: list[object] = ["sysroot", target.debian_architecture, dict(target.sysroot), floor]
+    floor = (target.libc.ceiling, glibc_floor.FORMAT) if target.libc.glibc else None
+    parts: list[object] = ["sysroot", target.debian_architecture, dict(target.toolchain.sysroot), floor]
     libc = libc_sysroot.libc_digest(target)
     if libc is not None:
         parts.append(libc)
@@ -84,15 +84,15 @@ def build_tag(spec: dict, target: Target) -> str:
 def wine_runtime_tag(spec: dict, target: Target) -> str:
     """The runtime image of a target whose programs run under Wine (runners/wine.py)."""
     dockerfile = (DOCKERFILES_DIR / WINE_DOCKERFILE).read_text()
-    parts = ("wine", base_tag(spec, "wine"), dict(target.wine_packages), dockerfile)
+    parts = ("wine", base_tag(spec, "wine"), dict(target.wine.packages), dockerfile)
     return f"pyfreight-runtime:{_digest(*parts)}"
 
 
 def unix_runtime_tag(spec: dict, target: Target) -> str:
     """The runtime image of a target whose programs run in a container of their own
     (runners/container.py): the older Debian suite of its architecture, or its own libc."""
-    if target.runtime_tools is not None:  # no Debian: the target's own libc and tools
-        tools = libc_sysroot.libc_folder_recipe(target.runtime_tools, target, "runtime_tools")
+    if target.libc.runtime_tools is not None:  # no Debian: the target's own libc and tools
+        tools = libc_sysroot.libc_folder_recipe(target.libc.runtime_tools, target, "runtime_tools")
         parts: tuple[object, ...] = ("libc-only", sysroot_digest(target), libc_sysroot.recipe_digest(tools))
         return f"pyfreight-runtime:{_digest(*parts, target.emulator_env)}"
     parts = ("runtime", spec["runtime"], target.debian_architecture, target.emulator_env)
@@ -213,11 +213,13 @@ def _ensure_sysroot(target: Target, ws: Workspace, mirrors: DebianMirrors) -> Pa
     out = ws.images / f"sysroot-{digest}.tar"
     if out.exists():
         return out
-    if target.zig is not None:
-        overlay = zig_sysroot.overlay_folder(target.sysroot)
-        zig_sysroot.write_sysroot(target.zig, ws, out, overlay, zig_sysroot.patch_files(target.sysroot))
+    if target.toolchain.zig is not None:
+        overlay = zig_sysroot.overlay_folder(target.toolchain.sysroot)
+        zig_sysroot.write_sysroot(
+            target.toolchain.zig, ws, out, overlay, zig_sysroot.patch_files(target.toolchain.sysroot)
+        )
         return out
-    sysroot = target.sysroot
+    sysroot = target.toolchain.sysroot
     what = f"sysroot {sysroot['suite']} {target.debian_architecture}"
     say(f"{what} ({digest}): building")
     log = ws.logs / f"sysroot-{digest}.log"
@@ -225,7 +227,7 @@ def _ensure_sysroot(target: Target, ws: Workspace, mirrors: DebianMirrors) -> Pa
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("sysroot")) as tmp:
         rootfs = Path(tmp) / "rootfs"
         pins: dict[str, str] = dict(sysroot["packages"])
-        if target.emulator is None:
+        if target.native:
             _debootstrap(sysroot["suite"], sysroot["variant"], rootfs, mirrors.archive, log, pins)
             versions = _installed_versions(rootfs)
         else:
@@ -258,7 +260,7 @@ def _ensure_sysroot(target: Target, ws: Workspace, mirrors: DebianMirrors) -> Pa
             # built in the build machine's own image: a C library builds freestanding
             builder = ensure_images(ws, build_machine_target())
             members += libc_sysroot.build_libc_into(target, ws, Path(tmp) / "libc", builder)
-        if target.glibc:
+        if target.libc.glibc:
             members += _floor_header(rootfs, target, Path(tmp) / "floor")
         write_tar(out, members, epoch=0)
     return out
@@ -277,7 +279,7 @@ def _floor_header(rootfs: Path, target: Target, scratch: Path) -> list[tuple[str
     ceiling (toolchain.GLIBC_FLOOR_HEADER), generated from the sysroot's own libraries."""
     libraries = [
         found.resolve()
-        for name in sorted(target.allowed_needed)
+        for name in sorted(target.libc.needed)
         for top in ("lib", "usr/lib")
         for found in sorted((rootfs / top).glob(f"*/{name}"))
     ]
@@ -286,7 +288,7 @@ def _floor_header(rootfs: Path, target: Target, scratch: Path) -> list[tuple[str
     relative = Path(toolchain.GLIBC_FLOOR_HEADER).relative_to(toolchain.SYSROOT)
     path = scratch / relative
     path.parent.mkdir(parents=True)
-    path.write_text(glibc_floor.floor_header(libraries, target.ceiling))
+    path.write_text(glibc_floor.floor_header(libraries, target.libc.held_ceiling))
     return [(str(relative.parent), path.parent), (str(relative), path)]
 
 
@@ -325,7 +327,9 @@ def _ensure_build(spec: dict, target: Target, ws: Workspace, base: str, sysroot_
         shutil.copy(DOCKERFILES_DIR / spec["build"]["packages"], ctx / "build-packages.txt")
         os.link(sysroot_tar, ctx / "sysroot.tar")
         say(f"  docker build (log: {log})")
-        warm = ["--build-arg", f"ZIG_WARM={toolchain.zig_warm_command(target)}"] if target.zig else []
+        warm = (
+            ["--build-arg", f"ZIG_WARM={toolchain.zig_warm_command(target)}"] if target.toolchain.zig else []
+        )
         packages = (DOCKERFILES_DIR / spec["build"]["packages"]).read_text()
         runtime = ["--build-arg", f"PROFILE_RUNTIME={toolchain.profile_runtime_package(target, packages)}"]
         docker.run_logged(
@@ -338,9 +342,10 @@ def _ensure_build(spec: dict, target: Target, ws: Workspace, base: str, sysroot_
 
 def require_emulator(target: Target) -> None:
     """Stops unless this machine can run `target`'s programs."""
-    if target.emulator and not emulator_registered(target.emulator):
+    run = target.run
+    if isinstance(run, RunsEmulated) and not emulator_registered(run.emulator):
         raise PyfreightError(
-            f"{target.triple} runs through {target.emulator}, which binfmt_misc does not have "
+            f"{target.triple} runs through {run.emulator}, which binfmt_misc does not have "
             f"registered here; run `make setup` as root (scripts/ensure-emulators.sh)"
         )
 
@@ -371,7 +376,7 @@ def ensure_unix_runtime(ws: Workspace, target: Target) -> str:
     require_emulator(target)
     spec = load_spec()
     tag = unix_runtime_tag(spec, target)
-    if not docker.image_id(tag) and target.runtime_tools is not None:
+    if not docker.image_id(tag) and target.libc.runtime_tools is not None:
         image = ensure_images(ws, target)  # and the sysroot, whose loader and C library it holds
         sysroot_tar = ws.images / f"sysroot-{sysroot_digest(target)}.tar"
         return libc_only_image.ensure_libc_only_image(tag, target, ws, sysroot_tar, image)
@@ -396,7 +401,7 @@ def _ensure_wine(spec: dict, target: Target, ws: Workspace, tag: str) -> str:
     base = _ensure_rootfs_image(base_tag(spec, "wine"), spec["wine"], ws, find_debian_mirrors())
     say(f"image {tag}: building (Wine for {target.triple})")
     log = ws.logs / f"image-{tag.replace(':', '-')}.log"
-    packages = " ".join(f"{name}={version}" for name, version in sorted(target.wine_packages.items()))
+    packages = " ".join(f"{name}={version}" for name, version in sorted(target.wine.packages.items()))
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("context")) as ctx_dir:
         shutil.copy(DOCKERFILES_DIR / WINE_DOCKERFILE, Path(ctx_dir) / "Dockerfile")

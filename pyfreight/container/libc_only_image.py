@@ -1,7 +1,7 @@
 """The runtime image of a target no Debian image can stand for (musl, whose programs
 would find glibc everywhere in Debian): nothing but the target's own loader and C
 library from its sysroot, and a shell and tools built for the target
-(targets/*.yaml `runtime_tools`, a recipe of libc-recipes/: busybox), so that installs are
+(targets/*.yaml `libc.runtime_tools`, a recipe of libc-recipes/: busybox), so that installs are
 checked where there is no glibc at all."""
 
 from __future__ import annotations
@@ -48,17 +48,17 @@ def ensure_libc_only_image(
     """The image `tag`, made if missing; the tools are built in `image` (the target's)."""
     if docker.image_id(tag):
         return tag
-    assert target.runtime_tools is not None
-    recipe = libc_sysroot.libc_folder_recipe(target.runtime_tools, target, "runtime_tools")
-    say(f"image {tag}: building (no glibc: {target.elf_loader} and {recipe.name})")
+    assert target.libc.runtime_tools is not None
+    recipe = libc_sysroot.libc_folder_recipe(target.libc.runtime_tools, target, "runtime_tools")
+    say(f"image {tag}: building (no glibc: {target.elf.loader} and {recipe.name})")
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("rootfs")) as tmp:
         rootfs = Path(tmp) / "rootfs"
         libc_sysroot.build_libc_recipe(recipe, image, target, ws, rootfs)
         shutil.rmtree(rootfs / "share", ignore_errors=True)  # the tools' licenses: not needed here
-        loader = rootfs / "lib" / target.elf_loader
+        loader = rootfs / "lib" / target.elf.loader
         loader.parent.mkdir(exist_ok=True)
-        loader.write_bytes(_sysroot_file(sysroot_tar, f"lib/{target.elf_loader}"))
+        loader.write_bytes(_sysroot_file(sysroot_tar, f"lib/{target.elf.loader}"))
         loader.chmod(0o755)
         for name, text in ETC_FILES.items():
             (rootfs / name).parent.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,5 @@
 """A C library built from source into a target's sysroot (targets/*.yaml
-`sysroot.libc_recipe`), for C libraries Debian's pinned packages do not give: musl.
+`toolchain.sysroot.libc_recipe`), for C libraries Debian's pinned packages do not give: musl.
 
 The recipe (libc-recipes/<name>/, in the recipe format: pinned sources, build.sh) runs in the
 build machine's own build image, with the target's compiler: a C library builds
@@ -45,7 +45,7 @@ def recipe_digest(recipe: Recipe) -> dict[str, object]:
 
 
 def libc_recipe(target: Target) -> Recipe | None:
-    name = target.sysroot.get("libc_recipe")
+    name = target.toolchain.sysroot.get("libc_recipe")
     return None if name is None else libc_folder_recipe(name, target, "sysroot.libc_recipe")
 
 
@@ -76,9 +76,9 @@ def build_libc_into(target: Target, ws: Workspace, dest: Path, image: BuildImage
     recipe = libc_recipe(target)
     assert recipe is not None
     build_libc_recipe(recipe, image, target, ws, dest / "usr")
-    loader = dest / "usr" / "lib" / target.elf_loader
+    loader = dest / "usr" / "lib" / target.elf.loader
     if not loader.is_symlink() and not loader.is_file():
-        raise PyfreightError(f"{recipe.name}: its build installed no lib/{target.elf_loader}")
+        raise PyfreightError(f"{recipe.name}: its build installed no lib/{target.elf.loader}")
     (dest / "lib").mkdir()
-    (dest / "lib" / target.elf_loader).symlink_to(f"../usr/lib/{target.elf_loader}")
+    (dest / "lib" / target.elf.loader).symlink_to(f"../usr/lib/{target.elf.loader}")
     return [(name, dest / name) for name in walk_sorted(dest)]

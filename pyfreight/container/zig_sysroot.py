@@ -1,6 +1,6 @@
 """The sysroot of a target built with zig (Windows): the pinned `ziglang` wheel's zig,
 unpacked as `zig/` of the sysroot tarball, with our patches to its sources (zig-patches/,
-targets/*.yaml `sysroot.patches`). zig is compiler, linker, headers (mingw-w64's) and
+targets/*.yaml `toolchain.sysroot.patches`). zig is compiler, linker, headers (mingw-w64's) and
 the sources of the C runtime's start-up code and compiler runtime at once, so nothing
 else goes in."""
 

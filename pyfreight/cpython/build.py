@@ -82,7 +82,7 @@ def build_cpython(
         profiles.check(spec)
     tarball = fetch_source(src.source, ws.downloads, log=say)
     build_python: CPythonBuild | None = None  # a cross build's interpreter of this machine
-    if target.cpython_build == "visual-studio-projects":
+    if target.toolchain.cpython_build == "visual-studio-projects":
         deps = build_deps(None, target, ws, parallel=2, jobs=jobs)  # every recipe the target has
         image = images.ensure_images(ws, target)
         files, env = windows_projects.job_inputs(src, options, target, tarball, ws.scratch, ws.downloads)
@@ -142,7 +142,11 @@ def build_cpython(
         trained = ws.scratch / f"{owned(stem)}{PGO_PROFILE_NAME}"
         with contextlib.ExitStack() as cleanup:
             cleanup.callback(trained.unlink, missing_ok=True)
-            if target.cpython_build == "visual-studio-projects" and options.pgo and profiles is None:
+            if (
+                target.toolchain.cpython_build == "visual-studio-projects"
+                and options.pgo
+                and profiles is None
+            ):
                 artifacts = deps.artifacts
                 instrumented = _windows_instrumented_job(src, options, target, tarball, ws, jobs, artifacts)
                 training_log = ws.logs / f"{stem}.training.log"
@@ -160,7 +164,9 @@ def build_cpython(
                         raise PyfreightError(f"the {options} build left no merged profile {name}; see {log}")
                     made.replace(kept_as)
             _replace(build.objects, outputs_dir / "build")
-            if target.cpython_build == "configure":  # a Windows tree finds its prefix beside python.exe
+            if (
+                target.toolchain.cpython_build == "configure"
+            ):  # a Windows tree finds its prefix beside python.exe
                 say(f"cpython {src.version} {options}: making the tree relocatable")
                 rewritten = relocate.make_relocatable(install, src.version)
                 recompile.recompile(install, rewritten, target, ws, log, build_python_tree)

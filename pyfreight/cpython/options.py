@@ -180,9 +180,12 @@ def configure_args(source: CPythonSource, options: BuildOptions, target: Target)
         args += [
             # The name autoconf's config.sub knows the target by: the recipes' CROSS_HOST
             # where the compiler's triple is not one (zig's macOS triples carry a version).
-            f"--host={target.recipe_env.get('CROSS_HOST', target.clang_triple)}",
+            f"--host={target.recipe_env.get('CROSS_HOST', target.toolchain.clang_triple)}",
             f"--with-build-python={BUILD_PYTHON_PREFIX}/bin/python{source.minor}",
-            *(f"{name}={value}" for name, value in sorted(target.cpython_configure_answers.items())),
+            *(
+                f"{name}={value}"
+                for name, value in sorted(target.toolchain.cpython_configure_answers.items())
+            ),
         ]
     if "tail_call_interpreter" in source.features and options.base != "debug":
         # clang's musttail: the interpreter's opcode handlers call each other.
@@ -225,16 +228,16 @@ def carries_jit(source: CPythonSource, options: BuildOptions, target: Target) ->
         options.pgo
         and options.codegen.jit
         and not options.freethreaded
-        and target.experimental_jit
+        and target.builds.experimental_jit
         and source.jit_llvm is not None
     )
 
 
 def applies_bolt(options: BuildOptions, target: Target) -> bool:
     """llvm-bolt lays the interpreter out again for a pgo build of the GIL where the
-    target has BOLT (targets/*.yaml `bolt`), unless +nobolt leaves it out: measured on
+    target has BOLT (targets/*.yaml `builds.bolt`), unless +nobolt leaves it out: measured on
     those builds only (docs/performance.md)."""
-    return options.pgo and options.codegen.bolt and not options.freethreaded and target.bolt
+    return options.pgo and options.codegen.bolt and not options.freethreaded and target.builds.bolt
 
 
 def recorded_flags(codegen: CodeGen, target: Target) -> tuple[str, str]:
@@ -245,7 +248,11 @@ def recorded_flags(codegen: CodeGen, target: Target) -> tuple[str, str]:
         "-fstack-protector-strong" if codegen.stack_protector == "strong" else "-fstack-protector",
         "-D_FORTIFY_SOURCE=2",
         *(["-fstack-clash-protection"] if platform.stack_clash_protection else []),
-        *([target.control_flow_cflags] if codegen.cf_protection and target.control_flow_cflags else []),
+        *(
+            [target.toolchain.control_flow_cflags]
+            if codegen.cf_protection and target.toolchain.control_flow_cflags
+            else []
+        ),
     ]
     return " ".join(cflags), platform.hardening_ldflags
 
@@ -288,7 +295,7 @@ def _macho_env(options: BuildOptions, target: Target, base: dict[str, str]) -> d
             "-fno-sanitize=undefined"
         ),
         "LDFLAGS_NODIST": f"-L{toolchain.PREFIX}/lib {platform_of(target).build_ldflags}",
-        "MACOSX_DEPLOYMENT_TARGET": target.macos_minimum_text,
+        "MACOSX_DEPLOYMENT_TARGET": target.macho.minimum_os_text,
     }
 
 
@@ -375,8 +382,8 @@ def compiler_env(options: BuildOptions, target: Target) -> dict[str, str]:
     )
     if not options.codegen.pie:
         ldflags_nodist += " -no-pie"
-    if target.cpython_ldflags:
-        ldflags_nodist += f" {target.cpython_ldflags}"
+    if target.toolchain.cpython_ldflags:
+        ldflags_nodist += f" {target.toolchain.cpython_ldflags}"
     frame_pointers = _frame_pointer_flags(options.codegen, target)
     if applies_bolt(options, target):
         extra |= _bolt_tools()

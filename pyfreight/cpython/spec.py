@@ -65,8 +65,8 @@ class BuildSpec:
         """Refuses a version or an option the target's data says it cannot have, with the
         data's reason."""
         options, triple = self.options, self.target.triple
-        if self.minor in self.target.unavailable_versions:
-            why = " ".join(self.target.unavailable_versions[self.minor].split())
+        if self.minor in self.target.builds.unavailable_versions:
+            why = " ".join(self.target.builds.unavailable_versions[self.minor].split())
             raise PyfreightError(f"{triple} is not built for CPython {self.minor}: {why}")
         features: tuple[tuple[str, bool], ...] = (
             ("pgo", options.pgo),
@@ -76,13 +76,13 @@ class BuildSpec:
         )
         features += tuple((modifier, True) for modifier in options.modifiers)
         for feature, wanted in features:
-            reason = self.target.unavailable_options.get(feature)
+            reason = self.target.builds.unavailable_options.get(feature)
             if wanted and reason:
                 why = " ".join(reason.split())
                 raise PyfreightError(f"{triple} cannot be built {options}: {why}")
-        if options.static and not self.target.static_linking:
+        if options.static and not self.target.libc.static_linking:
             raise PyfreightError(
-                f"{triple} cannot be built {options}: its C library ({self.target.libc}) is not linked "
+                f"{triple} cannot be built {options}: its C library ({self.target.libc.name}) is not linked "
                 "statically (glibc's name service and iconv load shared libraries); "
                 "static is for musl targets"
             )

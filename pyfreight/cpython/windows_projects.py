@@ -113,11 +113,11 @@ def global_properties(
     """msbuild /p: values: the settings' own, and what this build computes (DisableGil:
     a free-threaded build, whose projects name their outputs python3.14t.exe,
     python314t.dll, python3t.dll and venvlaunchert.exe)."""
-    if target.pe_machine not in MSBUILD_PLATFORMS:
-        raise PyfreightError(f"{target.triple}: no MSBuild platform for PE machine {target.pe_machine}")
+    if target.pe.machine not in MSBUILD_PLATFORMS:
+        raise PyfreightError(f"{target.triple}: no MSBuild platform for PE machine {target.pe.machine}")
     major, minor = version.split(".")[:2]
     computed = {
-        "Platform": MSBUILD_PLATFORMS[target.pe_machine],
+        "Platform": MSBUILD_PLATFORMS[target.pe.machine],
         "PySourcePath": f"{inner_source}/",
         "MajorVersionNumber": major,
         "MinorVersionNumber": minor,
@@ -285,12 +285,12 @@ def link_libraries(project: Project, target: Target) -> list[str]:
         name = PureWindowsPath(entry).name.removesuffix(".lib").lower()
         if name in from_recipes:
             continue
-        if name not in renamed and name not in target.system_libraries:
+        if name not in renamed and name not in target.libc.system_libraries:
             raise PyfreightError(
                 f"{project.path.name} links {entry}, which is neither one of {target.triple}'s "
                 "system_libraries nor built by a recipe (windows/projects.yaml recipe_libraries)"
             )
-        found.append(f"-l{name if name in target.system_libraries else renamed[name]}")
+        found.append(f"-l{name if name in target.libc.system_libraries else renamed[name]}")
     return found
 
 
@@ -433,7 +433,7 @@ def makefile(pcbuild: PCBuild, parts: list[DllPart]) -> str:
     dll_objects: list[str] = []
     static: list[str] = []
     system: list[str] = []
-    recipe_libraries = {w for p in parts for w in p.links if w[2:] not in target.system_libraries}
+    recipe_libraries = {w for p in parts for w in p.links if w[2:] not in target.libc.system_libraries}
     for part in parts:
         lines += _rules(list(part.units))
         dll_objects += [u.obj for u in part.units]
@@ -541,10 +541,11 @@ def job_inputs(
         "config.c": config_c.encode(),
         BUILD_INFO_FILE: info.encode(),
     }
-    if target.redistributable is not None:
-        files |= vendor_files(target.redistributable, downloads)
+    if target.pe.redistributable is not None:
+        files |= vendor_files(target.pe.redistributable, downloads)
     # The toolchain's own compiler variables (toolchain.build_environment) are the
     # build's: the projects' definitions come through the Makefile.
+    launchers = target.pe.launchers
     env = {
         "INSTALL_DIR": INSTALL_PREFIX,
         "PY_TARBALL": src.source.file,
@@ -557,13 +558,13 @@ def job_inputs(
         "CPYTHON_LDFLAGS": PROFILE_RUNTIME if instrumented else "",
         # a pgo build's merged profile, handed in beside build.sh (cpython/build.py)
         "PGO_PROFILE": PROFILE_INSIDE if options.pgo and not instrumented else "",
-        "COMPILER_LLVM": target.zig_llvm or "",
-        "REDISTRIBUTED_DLLS": " ".join(sorted(target.pe_redistributed)),  # beside build.sh
+        "COMPILER_LLVM": target.toolchain.zig_llvm or "",
+        "REDISTRIBUTED_DLLS": " ".join(sorted(target.pe.redistributed)),  # beside build.sh
         "PYTHON_MINOR": src.minor,
         # pip's console scripts: the launcher for the target's machine, and the interpreter
         # their shebang names (none: the tree gets no pip).
-        "PIP_LAUNCHER": target.launchers.console if target.launchers else "",
-        "PIP_INTERPRETER": target.launchers.interpreter if target.launchers else "",
+        "PIP_LAUNCHER": launchers.console if launchers else "",
+        "PIP_INTERPRETER": launchers.interpreter if launchers else "",
     }
     return files, env
 

@@ -87,12 +87,12 @@ def train(
 def _merge(raw: Path, written: list[str], image: BuildImage, target: Target, log: Path) -> None:
     """llvm-profdata of the compiler's own LLVM (sysroot.zig.llvm), whose format clang
     reads, merges the raw profiles into one indexed profile."""
-    if not target.zig_llvm:
+    if not target.toolchain.zig_llvm:
         raise PyfreightError(f"targets/{target.triple}.yaml names no sysroot.zig.llvm for llvm-profdata")
     spec = RunSpec(
         image=image.image_id,
         command=[
-            f"llvm-profdata-{target.zig_llvm}",
+            f"llvm-profdata-{target.toolchain.zig_llvm}",
             "merge",
             f"--output={PROFDATA_INSIDE}/{PGO_PROFILE_NAME}",
             *(f"{PROFDATA_INSIDE}/{name}" for name in written),

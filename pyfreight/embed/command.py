@@ -53,10 +53,14 @@ def _check_cross_compiler(target: Target, cc: str | None, archive: Path) -> None
     """An archive for a machine other than this one links with a compiler for that
     machine: the target's pinned zig, or one only the user can name (the host's cc would
     fail on the first object)."""
-    if target.native or target.zig is not None or cc or os.environ.get("CC"):
+    if target.native or target.toolchain.zig is not None or cc or os.environ.get("CC"):
         return
-    packages = " ".join(target.cross_cc_packages)
-    hint = f", e.g. --cc {target.cross_cc} (Debian: apt-get install {packages})" if target.cross_cc else ""
+    cross = target.toolchain.cross_cc
+    hint = (
+        f", e.g. --cc {cross.command} (Debian: apt-get install {' '.join(cross.debian_packages)})"
+        if cross
+        else ""
+    )
     raise PyfreightError(f"{archive.name} is for {target.triple}: name a compiler that links for it{hint}")
 
 
@@ -148,7 +152,9 @@ def embed(
         platform = platform_of(target)
         extra = platform.program_flags(pie, strip, application)
         pinned = (
-            pinned_zig(target, ws) if target.zig is not None and not (cc or os.environ.get("CC")) else None
+            pinned_zig(target, ws)
+            if target.toolchain.zig is not None and not (cc or os.environ.get("CC"))
+            else None
         )
         toolchain = find_toolchain(archive.object_file_format, cc, work, pinned, platform)
         linker = Linker(toolchain, work)

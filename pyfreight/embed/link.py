@@ -170,7 +170,7 @@ def link_executable(
         "-o",
         str(partial),
         *map(str, program_objects),
-        *map(str, platform.program_objects(linker.work, plan.archive.build.target.pe_machine)),
+        *map(str, platform.program_objects(linker.work, plan.archive.build.target)),
         *(platform.whole_archive(library) if platform.links_library_whole(exports) else [str(library)]),
         *link_flags(plan, linker.toolchain, exports),
         *extra_flags,

@@ -35,19 +35,19 @@ class PinnedCompiler:
 def pinned_zig(target: Target, ws: Workspace) -> PinnedCompiler:
     """`zig cc` for `target` from its pinned wheel, unpacked below ws's tools folder
     (under a temporary name first, so an interrupted unpack is never used)."""
-    if target.zig is None:
+    if target.toolchain.zig is None:
         raise PyfreightError(f"{target.triple} has no pinned zig (targets/{target.triple}.yaml sysroot.zig)")
     tools = ws.build / "tools"
     # Named by the wheel and the patches to its sources, so that a zig unpacked before a
     # patch was added is not taken for the patched one.
-    patched = patches_digest(target.sysroot)
-    home = tools / f"zig-{target.zig.sha256[:16]}{'-' + patched[:8] if patched else ''}"
+    patched = patches_digest(target.toolchain.sysroot)
+    home = tools / f"zig-{target.toolchain.zig.sha256[:16]}{'-' + patched[:8] if patched else ''}"
     if not (home / "zig").is_file():
-        wheel = fetch_source(target.zig, ws.downloads, log=say)
+        wheel = fetch_source(target.toolchain.zig, ws.downloads, log=say)
         tools.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=tools, prefix=owned("zig")) as tmp:
-            say(f"embed: unpacking {target.zig.file} into {home}")
-            unpack_zig(wheel, Path(tmp) / "zig", patch_files(target.sysroot))
+            say(f"embed: unpacking {target.toolchain.zig.file} into {home}")
+            unpack_zig(wheel, Path(tmp) / "zig", patch_files(target.toolchain.sysroot))
             shutil.rmtree(home, ignore_errors=True)
             os.replace(Path(tmp) / "zig", home)
     cache = str(tools / "zig-cache")
@@ -56,13 +56,13 @@ def pinned_zig(target: Target, ws: Workspace) -> PinnedCompiler:
     renamed = load_settings()["libraries"]
     # A zig sysroot's overlay (macos/: the framework stubs _scproxy links), as the build
     # names it in the target's compiler flags, from this repository.
-    overlay = overlay_folder(target.sysroot)
+    overlay = overlay_folder(target.toolchain.sysroot)
     frameworks = () if overlay is None else ("-F", str(overlay / "frameworks"))
     return PinnedCompiler(
-        command=(str(home / "zig"), "cc", "-target", target.clang_triple),
+        command=(str(home / "zig"), "cc", "-target", target.toolchain.clang_triple),
         # lld stamps a PE image with the link's time unless SOURCE_DATE_EPOCH says one:
         # a fixed stamp, so that the same archive and flags link the same bytes.
         env={"ZIG_GLOBAL_CACHE_DIR": cache, "ZIG_LOCAL_CACHE_DIR": cache, "SOURCE_DATE_EPOCH": "0"},
-        library_names={k: v for k, v in renamed.items() if k in target.system_libraries},
+        library_names={k: v for k, v in renamed.items() if k in target.libc.system_libraries},
         link_flags=frameworks,
     )

@@ -19,7 +19,7 @@ from elftools.elf.sections import SymbolTableSection
 from elftools.elf.segments import InterpSegment
 
 from pyfreight.errors import PyfreightError
-from pyfreight.targets import Target, all_targets
+from pyfreight.targets import ElfFiles, Target, all_targets
 
 DF_BIND_NOW = 0x8  # DT_FLAGS
 DF_1_NOW = 0x1  # DT_FLAGS_1
@@ -179,12 +179,13 @@ def tree_target(executable: Path) -> Target:
     static one, its machine and a C library that links statically), matched against
     targets/*.yaml."""
     machine, loader = interpreter_identity(executable)
-    for found in all_targets().values():
-        if found.elf_machine == machine and found.loader == loader:
+    elf_targets = [t for t in all_targets().values() if isinstance(t.files, ElfFiles)]
+    for found in elf_targets:
+        if found.elf.machine == machine and found.elf.loader == loader:
             return found
     # A static executable names no loader: the target of that machine whose C library
     # links statically (musl's), when there is exactly one.
-    static = [t for t in all_targets().values() if t.elf_machine == machine and t.static_linking]
+    static = [t for t in elf_targets if t.elf.machine == machine and t.libc.static_linking]
     if loader is None and len(static) == 1:
         return static[0]
     raise PyfreightError(

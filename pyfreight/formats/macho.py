@@ -33,7 +33,7 @@ from pathlib import Path
 
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.untrusted import read_binary, read_head, regular_files
-from pyfreight.targets import Target, all_targets
+from pyfreight.targets import MachOFiles, Target, all_targets
 
 # The first four bytes, as a little-endian number: a thin 64-bit little-endian file
 # (the only kind we read), and the kinds we recognise only to refuse.
@@ -770,7 +770,7 @@ def macho_target(executable: Path) -> Target:
     # with it by its place in the tree.
     cpu = macho_cpu(real, printable(os.fsencode(real.name)))
     for found in all_targets().values():
-        if found.macho_cpu is not None and found.macho_cpu == cpu:
+        if isinstance(found.files, MachOFiles) and found.files.cpu == cpu:
             return found
     raise PyfreightError(
         f"{executable}: a Mach-O {cpu} executable, which no target of targets/*.yaml describes"

@@ -39,7 +39,7 @@ from pathlib import Path
 from pyfreight.errors import PyfreightError
 from pyfreight.formats import untrusted
 from pyfreight.formats.manifest import MAX_MANIFEST
-from pyfreight.targets import Target, all_targets
+from pyfreight.targets import PeFiles, Target, all_targets
 
 MZ = b"MZ"
 NUL = b"\0"
@@ -745,7 +745,9 @@ def pe_target(executable: Path, tree: Path) -> Target:
     raises, in one line."""
     # Raises, naming it, for all but a regular file of a bounded size holding a PE image.
     facts = pe_image(executable, tree)
-    found = [t for t in all_targets().values() if t.pe_machine == facts.machine]
+    found = [
+        t for t in all_targets().values() if isinstance(t.files, PeFiles) and t.files.machine == facts.machine
+    ]
     if not found:
         raise PyfreightError(f"{executable}: no target in targets/ builds {facts.machine} PE files")
     return found[0]

@@ -118,9 +118,9 @@ class Platform(ABC):
         """Flags that send what the linker writes beside the program into `work`."""
         return []
 
-    def program_objects(self, work: Path, machine: str | None) -> list[Path]:
-        """Objects, written into `work`, that every program embed links carries beside
-        its own code, for a target of `machine` (its COFF machine name, for PE)."""
+    def program_objects(self, work: Path, target: Target) -> list[Path]:
+        """Objects, written into `work`, that every program embed links for `target`
+        carries beside its own code."""
         return []
 
     def blob_placement(self, work: Path, link_script: str) -> list[str]:

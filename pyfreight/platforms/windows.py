@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pyfreight.errors import PyfreightError
 from pyfreight.formats.coff_resource import manifest_object
 from pyfreight.formats.manifest import PROGRAM_MANIFEST
 from pyfreight.formats.pe import pe_target
@@ -89,13 +88,11 @@ class Windows(Platform):
         # to the work folder, not beside the executable.
         return [f"-Wl,--out-implib,{work / 'executable.lib'}"]
 
-    def program_objects(self, work: Path, machine: str | None) -> list[Path]:
+    def program_objects(self, work: Path, target: Target) -> list[Path]:
         # The manifest python.exe carries (formats/manifest.py): without it, Windows tells
         # the program it runs on Windows 8 and refuses it paths past 260 characters.
-        if machine is None:
-            raise PyfreightError("a Windows program's target names no PE machine (targets/*.yaml pe.machine)")
         path = work / "manifest.o"
-        path.write_bytes(manifest_object(PROGRAM_MANIFEST, machine))
+        path.write_bytes(manifest_object(PROGRAM_MANIFEST, target.pe.machine))
         return [path]
 
     def program_flags(self, pie: bool, strip: bool, application: bool) -> list[str]:

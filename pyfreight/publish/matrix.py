@@ -1,4 +1,4 @@
-"""The release's build matrix, from data alone: each target's `release_options`
+"""The release's build matrix, from data alone: each target's `builds.release`
 (targets/*.yaml) crossed with every pinned CPython version (cpython/versions.yaml), each
 build as the make command a user types for it. The release workflow runs exactly these."""
 
@@ -34,14 +34,14 @@ class MatrixEntry:
 def release_matrix() -> list[MatrixEntry]:
     """Every build of a release, by target, version and option. An option a target's
     data refuses stops here, with the data's reason, not hours into a workflow. A target
-    whose archives are not made yet (`unfinished: archives`) has no builds, and a
-    version the target is not built for (`unavailable_versions`) none of that version."""
+    whose archives are not made yet (`builds.unfinished: archives`) has no builds, and a
+    version the target is not built for (`builds.unavailable_versions`) none of that version."""
     _, versions = load_versions()
     return [
         MatrixEntry(BuildSpec.resolve(cpython, text, target))
         for target in sorted(all_targets().values(), key=lambda t: t.triple)
-        if "archives" not in target.unfinished
+        if "archives" not in target.builds.unfinished
         for cpython in versions
-        if cpython not in target.unavailable_versions
-        for text in target.release_options
+        if cpython not in target.builds.unavailable_versions
+        for text in target.builds.release
     ]

@@ -26,4 +26,4 @@ def runner_for(target: Target) -> Runner:
     that a Mac of its CPU runs a macOS target's programs itself."""
     if runs_on_this_machine(target):
         return HostRunner(target)
-    return _BY_DATA[target.runner](target)
+    return _BY_DATA[target.run.kind](target)

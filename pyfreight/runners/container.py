@@ -73,7 +73,6 @@ class NativeContainer(Runner):
             f"'{CHECK_MOUNT}', sys.prefix\" && echo 'PASS  runs through a symlink' && "
             f'"{CHECK_MOUNT}/bin/{python}" /check/interpreter_checks.py'
         )
-        runner, libc, os_name = self.tests_runner_name(), self.target.libc, self.target.os
         if tests == "full":
             # Some tests write beside the stdlib (compiled files, test data); the mounted
             # tree is read-only, so the whole suite runs on a writable copy of it.
@@ -81,9 +80,7 @@ class NativeContainer(Runner):
                 test_suite_command(
                     f"{WRITABLE_COPY}/bin/{python}",
                     tests,
-                    runner=runner,
-                    libc=libc,
-                    os_name=os_name,
+                    self,
                     static=static,
                 )
             )
@@ -97,10 +94,8 @@ class NativeContainer(Runner):
                 test_suite_command(
                     f"{CHECK_MOUNT}/bin/{python}",
                     tests,
+                    self,
                     _has_test(tree, python),
-                    runner=runner,
-                    libc=libc,
-                    os_name=os_name,
                     static=static,
                 )
             )

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyfreight.datafiles import load_yaml
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import REPO_ROOT
+from pyfreight.targets import default_target
+
+if TYPE_CHECKING:
+    from pyfreight.runners.base import Runner
 
 TEST_SUITE_FILE = REPO_ROOT / "cpython" / "test-suite.yaml"
 
@@ -30,10 +34,8 @@ RUNNER_IGNORES = {"emulator": "ignore_emulated", "wine": "ignore_wine"}
 def test_suite_command(
     python: str,
     which: str,
+    runner: Runner | None = None,
     has_test: Callable[[str], bool] | None = None,
-    runner: str = "native",
-    libc: str = "glibc",
-    os_name: str = "linux",
     static: bool = False,
     launcher: Sequence[str] = ("-m", "test"),
     workers: int = 2,
@@ -42,23 +44,27 @@ def test_suite_command(
 ) -> list[str]:
     """CPython's regression tests run by `python` (as the container names it) through
     `launcher` (`-m test`, or a script running regrtest), with `workers` processes (0:
-    in this one), for the subset (or the full suite). With `rerun`, a test file that
-    fails runs again, verbosely, and passes if it passes then (its first failure is
-    still reported). A test file running longer than `timeout` seconds fails, with the
-    stacks of its threads. Skipped: the cases cpython/test-suite.yaml lists with reasons, for
-    every run; for an interpreter run through an emulator or Wine (the target's
-    `runner`), the cases that fail only there; for the target's C library, the cases
-    that library fails; for its operating system, what our build for it lacks (cases,
-    and whole files that cannot be imported without it); for a fully static
-    interpreter, the cases a static program fails.
+    in this one), for the subset (or the full suite), by `runner`'s target's interpreter
+    as `runner` runs it (None: this machine's own Debian python, natively). With
+    `rerun`, a test file that fails runs again, verbosely, and passes if it passes then
+    (its first failure is still reported). A test file running longer than `timeout`
+    seconds fails, with the stacks of its threads. Skipped: the cases
+    cpython/test-suite.yaml lists with reasons, for every run; for an interpreter run
+    through an emulator or Wine, the cases that fail only there; for the target's C
+    library, the cases that library fails; for its operating system, what our build for
+    it lacks (cases, and whole files that cannot be imported without it); for a fully
+    static interpreter, the cases a static program fails.
     Subset tests `has_test` says this CPython does not have (test_zstd before 3.14) are
     left out."""
+    target = runner.target if runner is not None else default_target()
+    runner_name = runner.tests_runner_name() if runner is not None else "native"
+    libc, os_name = target.libc.name, target.os
     data = load_test_suite()
     excluded = sorted(data.get("exclude_os", {}).get(os_name, {}))
     present = [t for t in sorted(data["subset"]) if (has_test is None or has_test(t)) and t not in excluded]
     args = [python, *launcher, *(["-j", str(workers)] if workers else []), "--timeout", str(timeout)]
     args += ["--rerun"] if rerun else []
-    ignored = data["ignore"] | data.get(RUNNER_IGNORES.get(runner, ""), {})
+    ignored = data["ignore"] | data.get(RUNNER_IGNORES.get(runner_name, ""), {})
     ignored |= data.get("ignore_libc", {}).get(libc, {})
     ignored |= data.get("ignore_os", {}).get(os_name, {})
     ignored |= data.get("ignore_static", {}) if static else {}

@@ -68,10 +68,8 @@ class HostRunner(Runner):
                 command = test_suite_command(
                     str(python),
                     tests,
+                    self,
                     lambda name: bool(list(tests_dir.glob(f"{name}.py")) + list(tests_dir.glob(f"{name}/"))),
-                    runner=self.tests_runner_name(),
-                    libc=self.target.libc,
-                    os_name=self.target.os,
                 )
                 say(f"running CPython tests ({tests})")
                 passed = subprocess.run(command, cwd=tmp).returncode == 0 and passed

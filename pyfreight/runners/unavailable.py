@@ -16,7 +16,7 @@ from pyfreight.logs import say
 from pyfreight.paths import Workspace
 from pyfreight.platforms import installed_python_name
 from pyfreight.runners.base import BenchSupport, BytecodeCompiler, Invocation, Runner
-from pyfreight.targets import build_machine_target
+from pyfreight.targets import RunsNowhereHere, build_machine_target
 
 # Where a cross build's build python is mounted to compile (or describe) a tree whose
 # programs cannot run here (macOS): bytecode depends on the CPython version only, and
@@ -31,7 +31,8 @@ class Unavailable(Runner):
     bench = BenchSupport(debian=False, startup_probe=False, against=False)
 
     def _refuse(self, what: str) -> NoReturn:
-        reason = " ".join((self.target.unavailable_reason or "its programs cannot run here").split())
+        assert isinstance(self.target.run, RunsNowhereHere), f"{self.target.triple} runs here"
+        reason = " ".join(self.target.run.reason.split())
         raise PyfreightError(f"{what}: {self.target.triple}: {reason}")
 
     def runtime_tag(self, spec: dict) -> str:

@@ -104,10 +104,11 @@ INTERPRETER_DLL = re.compile(r"python3\d+t?\.dll")
 TREE_FOLDER = "py freight/python"  # unusual on purpose: a space, as check-install's on Linux
 
 
-def run_windows_checks(tree: Path, ws: Workspace, tests: str, target: Target) -> bool:
+def run_windows_checks(tree: Path, ws: Workspace, tests: str, runner: WineRunner) -> bool:
     """in_container/windows_checks.py by the tree's python.exe, then CPython's tests
     (`tests`), under Wine; a line per check; True when all passed (Wine's known limits
     aside)."""
+    target = runner.target
     ws.scratch.mkdir(parents=True, exist_ok=True)
     # Wine's user reads a copy laid out as the checks want it; the tree is not touched.
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("check-windows")) as tmp:
@@ -137,15 +138,15 @@ def run_windows_checks(tree: Path, ws: Workspace, tests: str, target: Target) ->
         for line in result.stdout.splitlines():
             if line[:4] in ("PASS", "FAIL", "WINE") or line.endswith(" failed"):
                 print(line)
-        tests_passed = tests == "none" or _run_test_suite(folder, tree, ws, tests, target)
+        tests_passed = tests == "none" or _run_test_suite(folder, tree, ws, tests, runner)
     return result.ok and tests_passed
 
 
 def _msvc_wheel(tree: Path, target: Target, ws: Workspace, folder: Path) -> str | None:
     """The pinned MSVC-built wheel for the tree's interpreter ABI (targets/*.yaml
-    msvc_wheels, by its python3XX[t].dll), fetched and copied into `folder`; None for a
+    pe.msvc_wheels, by its python3XX[t].dll), fetched and copied into `folder`; None for a
     target that pins none."""
-    if not target.msvc_wheels:
+    if not target.pe.msvc_wheels:
         return None
     dlls = sorted(p.name for p in tree.iterdir() if INTERPRETER_DLL.fullmatch(p.name.lower()))
     if len(dlls) != 1:
@@ -153,10 +154,10 @@ def _msvc_wheel(tree: Path, target: Target, ws: Workspace, folder: Path) -> str 
             f"{tree}: {len(dlls)} interpreter DLLs (python3XX.dll or python3XXt.dll), not one"
         )
     abi = "cp" + dlls[0].lower().removeprefix("python").removesuffix(".dll")
-    wheel = target.msvc_wheels.get(abi)
+    wheel = target.pe.msvc_wheels.get(abi)
     if wheel is None:
         raise PyfreightError(
-            f"targets/{target.triple}.yaml msvc_wheels has no wheel for {abi} ({dlls[0]}): pin one for it"
+            f"targets/{target.triple}.yaml pe.msvc_wheels has no wheel for {abi} ({dlls[0]}): pin one for it"
         )
     shutil.copy(fetch_source(wheel, ws.downloads, log=say), folder / wheel.file)
     return wheel.file
@@ -183,7 +184,7 @@ def write_wine_site(folder: Path, sitecustomize: Path, beside: tuple[Path, ...] 
 WINE_TEST_TIMEOUT = 600
 
 
-def _run_test_suite(folder: Path, tree: Path, ws: Workspace, tests: str, target: Target) -> bool:
+def _run_test_suite(folder: Path, tree: Path, ws: Workspace, tests: str, runner: WineRunner) -> bool:
     """CPython's tests (`subset` or `full`) by the tree's python.exe under Wine, through
     in_container/regrtest_wine.py, skipping the cases cpython/test-suite.yaml lists."""
     tests_dir = tree / "Lib" / "test"
@@ -192,10 +193,8 @@ def _run_test_suite(folder: Path, tree: Path, ws: Workspace, tests: str, target:
     command = test_suite_command(
         f"{TREE_FOLDER}/python.exe",
         tests,
+        runner,
         lambda name: (tests_dir / f"{name}.py").is_file() or (tests_dir / name).is_dir(),
-        runner=target.runner,
-        libc=target.libc,
-        os_name=target.os,
         launcher=[REGRTEST_SCRIPT.name],
         # Wine's timing under load is less even than Linux's: a file failing once
         # (test_subprocess did, in one run of five) runs again, and its output shows why.
@@ -205,7 +204,7 @@ def _run_test_suite(folder: Path, tree: Path, ws: Workspace, tests: str, target:
     say(f"running CPython tests ({tests}) under Wine")
     program, *arguments = command
     result = run_windows_program(
-        target,
+        runner.target,
         ws,
         folder,
         program,
@@ -219,7 +218,7 @@ def _run_test_suite(folder: Path, tree: Path, ws: Workspace, tests: str, target:
 
 def _target_facts(target: Target) -> dict[str, object]:
     """What the checks need to know of the target (windows_checks.py, argument 1)."""
-    return {"platform": target.python_platform_tag, "limits": dict(target.wine_limits)}
+    return {"platform": target.python_platform_tag, "limits": dict(target.wine.limits)}
 
 
 # Where describe mounts a tree: C:\install, as the Windows build installed it.
@@ -281,7 +280,7 @@ class WineRunner(Runner):
         return facts
 
     def check(self, tree: Path, ws: Workspace, tests: str) -> bool:
-        return run_windows_checks(tree, ws, tests, self.target)
+        return run_windows_checks(tree, ws, tests, self)
 
     def run_tests_entry(
         self, root: Path, python_exe: str, run_tests: str, arguments: Sequence[str], ws: Workspace

@@ -21,8 +21,8 @@ def check_tree(root: Path, target: Target) -> tuple[list[ElfFacts], list[str]]:
     facts, problems = tree_elf_facts(root), []
     allowed = allowed_needed(target, facts)
     for f in facts:
-        if f.machine != target.elf_machine:
-            problems.append(f"{f.path}: is {f.machine}, not {target.elf_machine}")
+        if f.machine != target.elf.machine:
+            problems.append(f"{f.path}: is {f.machine}, not {target.elf.machine}")
         extra = sorted(set(f.needed) - allowed)
         if extra:
             problems.append(f"{f.path}: needs {', '.join(extra)}")
@@ -37,7 +37,7 @@ def allowed_needed(target: Target, tree_facts: Iterable[ElfFacts]) -> frozenset[
     shared libraries the tree itself ships in its lib/ folder, by their sonames
     (libpython3.so needs libpython3.X.so.1.0)."""
     shipped = {f.soname for f in tree_facts if f.soname and posixpath.dirname(f.path) == "lib"}
-    return target.allowed_needed | shipped
+    return target.libc.needed | shipped
 
 
 def search_path_problems(facts: ElfFacts) -> list[str]:
@@ -71,8 +71,9 @@ def libc_problem(facts: ElfFacts, target: Target) -> str | None:
     if facts.glibc is None:
         return None
     newest = ".".join(map(str, facts.glibc))
-    if not target.glibc:
-        return f"needs GLIBC_{newest}, but {target.triple} is a {target.libc} target: it may need no glibc"
-    if facts.glibc > target.ceiling:
-        return f"needs GLIBC_{newest}, newer than {target.ceiling_text} allowed for {target.triple}"
+    if not target.libc.glibc:
+        libc = target.libc.name
+        return f"needs GLIBC_{newest}, but {target.triple} is a {libc} target: it may need no glibc"
+    if facts.glibc > target.libc.held_ceiling:
+        return f"needs GLIBC_{newest}, newer than {target.libc.ceiling_text} allowed for {target.triple}"
     return None

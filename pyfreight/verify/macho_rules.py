@@ -159,7 +159,7 @@ def _expect_macho(head: bytes, name: str, target: Target) -> None:
     """Raises UntrustedFile, saying what the file is, unless `head` starts a Mach-O file."""
     if not starts_like_macho(head):
         raise UntrustedFile(
-            f"{name}: {_format_of(head)}, not a thin Mach-O file for {target.macho_cpu} ({target.triple})"
+            f"{name}: {_format_of(head)}, not a thin Mach-O file for {target.macho.cpu} ({target.triple})"
         )
 
 
@@ -175,11 +175,10 @@ def macho_problems(facts: MachoFacts, target: Target, shipped_install_names: fro
     """The rules for one Mach-O file; `shipped_install_names` are the install names of
     the dylibs the tree ships. A libpython3.X dylib among them makes the build a shared
     one, whose bin/python3.X need not carry the C API (is_interpreter_image)."""
-    assert target.macho_cpu is not None and target.macos_minimum is not None, f"{target.triple}: no Mach-O"
     problems = []
     linked = facts.filetype in LINKED
-    if facts.cpu != target.macho_cpu:
-        problems.append(f"cpu {facts.cpu}, not {target.macho_cpu} ({target.triple})")
+    if facts.cpu != target.macho.cpu:
+        problems.append(f"cpu {facts.cpu}, not {target.macho.cpu} ({target.triple})")
     if linked and "twolevel" not in facts.flags:
         problems.append(
             "is not linked with two-level namespaces (MH_TWOLEVEL): link it without -flat_namespace"
@@ -188,7 +187,7 @@ def macho_problems(facts: MachoFacts, target: Target, shipped_install_names: fro
     problems += _loading_problems(facts, target, shipped_install_names)
     problems += _dyld_problems(facts)
     if facts.signature is None:
-        if target.code_signature_required and linked:
+        if target.macho.code_signature_required and linked:
             problems.append(
                 f"has no code signature: {target.triple} runs no unsigned code; "
                 "link it with the pinned zig, which signs it ad hoc"
@@ -200,7 +199,7 @@ def macho_problems(facts: MachoFacts, target: Target, shipped_install_names: fro
         )
     # what the target's data names as exported by the pinned linker anyway, with why
     bundled = [
-        name for name in bundled_exports(facts.exported) if name not in target.exported_by_the_toolchain
+        name for name in bundled_exports(facts.exported) if name not in target.macho.exported_by_the_toolchain
     ]
     if bundled:
         problems.append(f"exports symbols of bundled libraries: {', '.join(bundled[:5])}")
@@ -213,15 +212,14 @@ def macho_problems(facts: MachoFacts, target: Target, shipped_install_names: fro
 
 
 def _minimum_os_problems(facts: MachoFacts, target: Target) -> list[str]:
-    assert target.macos_minimum is not None
-    wanted = target.macos_minimum_text
+    wanted = target.macho.minimum_os_text
     if facts.platform is None:
         # The older LC_VERSION_MIN_MACOSX is what a linker writes for macOS before 10.14.
         older = "" if facts.minimum_os is None else f" (only LC_VERSION_MIN_MACOSX {_text(facts.minimum_os)})"
         return [f"has no LC_BUILD_VERSION{older}: link it for macOS {wanted} with the pinned zig"]
     if facts.platform != "macos":
         return [f"is built for {facts.platform}, not macos"]
-    if facts.minimum_os is not None and facts.minimum_os > target.macos_minimum:
+    if facts.minimum_os is not None and facts.minimum_os > target.macho.minimum_os:
         return [f"asks for macOS {_text(facts.minimum_os)}, newer than the target's {wanted}"]
     return []
 
@@ -262,7 +260,7 @@ def _loading_problems(facts: MachoFacts, target: Target, shipped: frozenset[str]
 def _dylib_problem(path: str, name: str, target: Target, shipped: frozenset[str]) -> str:
     """What is wrong with a dylib the file at `path` loads, by any of the commands
     that load one (LC_LOAD_DYLIB, weak, re-exported, lazy or upward alike); "" if nothing."""
-    if name in target.allowed_needed:
+    if name in target.libc.needed:
         return ""
     if not name.startswith(RELATIVE_PREFIXES):
         return (

@@ -57,12 +57,12 @@ def _part_problems(data: bytes, where: str, target: Target | None) -> list[str]:
             shown = printable(raw[:SHOWN_NAME_BYTES].decode("utf-8", "backslashreplace"))
             problems.append(f"symbol {index}'s name ({shown}) is not UTF-8, as packers read the names")
             break  # one line an object: the first name says it
-    if target is not None and target.glibc:
+    if target is not None and target.libc.glibc:
         newer = {
             f"{symbol}@GLIBC_{'.'.join(map(str, version))}"
             for symbol, version in object_glibc_references(data).items()
-            if version > target.ceiling
+            if version > target.libc.held_ceiling
         }
         if newer:
-            problems.append(f"refers to {', '.join(sorted(newer))}, newer than {target.ceiling_text}")
+            problems.append(f"refers to {', '.join(sorted(newer))}, newer than {target.libc.ceiling_text}")
     return problems

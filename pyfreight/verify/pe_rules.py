@@ -56,7 +56,7 @@ def check_pe_tree(root: Path, target: Target) -> tuple[list[PeFacts], list[str]]
         if found is not None:
             (redistributed if by_hash else facts).append(found)
     shipped = {Path(f.path).name.lower() for f in facts + redistributed if f.is_dll}
-    allowed = {name.lower() for name in target.allowed_needed} | shipped
+    allowed = {name.lower() for name in target.libc.needed} | shipped
     for f in facts:
         problems += [f"{f.path}: {problem}" for problem in pe_problems(f, target, allowed)]
     return facts + redistributed, problems
@@ -65,7 +65,7 @@ def check_pe_tree(root: Path, target: Target) -> tuple[list[PeFacts], list[str]]
 def _redistributed_problem(name: str, data: bytes, target: Target) -> str | None:
     """A vendor's DLL (targets/*.yaml pe.redistributed) is judged by its hash alone: our
     rules are for what we link, and its terms allow it unmodified only."""
-    pinned = target.pe_redistributed.get(name)
+    pinned = target.pe.redistributed.get(name)
     if pinned is None:
         return None
     found = hashlib.sha256(data).hexdigest()
@@ -80,7 +80,7 @@ def _redistributed_problem(name: str, data: bytes, target: Target) -> str | None
 def _is_launcher(name: str, data: bytes, target: Target) -> bool:
     """Whether the file is one of pip's launchers (pe.launchers), in their folder or at
     the start of a console script: _launcher_problem judges it, not our rules."""
-    launchers = target.launchers
+    launchers = target.pe.launchers
     if launchers is None:
         return False
     folder, _, file = name.rpartition("/")
@@ -90,7 +90,7 @@ def _is_launcher(name: str, data: bytes, target: Target) -> bool:
 
 
 def _starts_with_console_launcher(data: bytes, target: Target) -> bool:
-    launchers = target.launchers
+    launchers = target.pe.launchers
     if launchers is None:
         return False
     size = launchers.size[launchers.console]
@@ -100,7 +100,7 @@ def _starts_with_console_launcher(data: bytes, target: Target) -> bool:
 def _launcher_problem(name: str, data: bytes, target: Target) -> str | None:
     """A launcher in its folder not as pinned, or a console script whose shebang does
     not name the interpreter relative to itself (it would run only where it was made)."""
-    launchers = target.launchers
+    launchers = target.pe.launchers
     if launchers is None:
         return None
     folder, _, file = name.rpartition("/")
@@ -140,7 +140,7 @@ def _read_image(path: Path, root: Path, target: Target) -> tuple[PeFacts | None,
     except (UnreadablePe, untrusted.UntrustedFile) as exc:
         return None, [str(exc)], False
     vendor = _redistributed_problem(name, data, target) or _launcher_problem(name, data, target)
-    by_hash = name in target.pe_redistributed or _is_launcher(name, data, target)
+    by_hash = name in target.pe.redistributed or _is_launcher(name, data, target)
     problems = [f"{name}: {leak}" for leak in build_paths_in(data)] + ([vendor] if vendor else [])
     return found, problems, by_hash
 
@@ -148,11 +148,11 @@ def _read_image(path: Path, root: Path, target: Target) -> tuple[PeFacts | None,
 def pe_problems(facts: PeFacts, target: Target, allowed_imports: set[str]) -> list[str]:
     """The rules for one PE file; `allowed_imports` are lower-case DLL names."""
     problems = []
-    if facts.machine != target.pe_machine:
-        problems.append(f"machine {facts.machine}, not {target.pe_machine} ({target.triple})")
+    if facts.machine != target.pe.machine:
+        problems.append(f"machine {facts.machine}, not {target.pe.machine} ({target.triple})")
     problems += _loading_problems(facts, allowed_imports)
     missing = [flag for flag in REQUIRED_FLAGS if flag not in facts.flags]
-    if target.control_flow_cflags and "guard_cf" not in facts.flags:
+    if target.toolchain.control_flow_cflags and "guard_cf" not in facts.flags:
         missing.append("guard_cf")
     if missing:
         problems.append(f"lacks security flags: {', '.join(missing)}")

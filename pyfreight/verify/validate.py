@@ -206,8 +206,8 @@ def _elf_problems(
         problems.append(Problem(member, f"needs libraries outside the allow-list: {', '.join(extra)}"))
     if (libc := libc_problem(facts, spec)) is not None:
         problems.append(Problem(member, libc))
-    if facts.machine != spec.elf_machine:
-        problems.append(Problem(member, f"machine {facts.machine}, not {spec.elf_machine} ({spec.triple})"))
+    if facts.machine != spec.elf.machine:
+        problems.append(Problem(member, f"machine {facts.machine}, not {spec.elf.machine} ({spec.triple})"))
     problems += [Problem(member, p) for p in search_path_problems(facts)]
     if facts.kind not in ("ET_EXEC", "ET_DYN"):
         return problems  # an object file (e.g. the config folder's python.o): nothing runs it as is
@@ -263,7 +263,7 @@ def _interpreter_problems(
         name.startswith("__") and name.endswith("_chk") and name != "__stack_chk_fail"
         for name in facts.imported
     )
-    if dynamic and (spec is None or spec.glibc) and not fortified:
+    if dynamic and (spec is None or spec.libc.glibc) and not fortified:
         problems.append(Problem(member, "no _FORTIFY_SOURCE (no glibc __*_chk function is called)"))
     if build_options is not None:
         try:
@@ -350,7 +350,7 @@ def _pe_tree(install: Path, prefix: str, target: Target) -> list[Problem]:
     for line in check_pe_tree(install, target)[1]:
         member, _, message = line.partition(": ")
         problems.append(Problem(f"{prefix}/{member}", message))
-    for name in ("python.exe", "pythonw.exe", *sorted(target.pe_redistributed)):
+    for name in ("python.exe", "pythonw.exe", *sorted(target.pe.redistributed)):
         if not (install / name).is_file():
             problems.append(Problem(f"{prefix}/{name}", "missing"))
     if not any((install / name).is_file() for name in FORWARDER_DLLS):
@@ -417,7 +417,7 @@ def _crt_problems(document: dict, install: Path, spec: Target, elf: list[ElfFact
         )
     # A static interpreter carries the C library built from the target's libc recipe:
     # the SBOM (and so, by the license rule, the licenses folder) must name it.
-    libc = spec.sysroot.get("libc_recipe")
+    libc = spec.toolchain.sysroot.get("libc_recipe")
     if static and libc is not None and libc not in _sbom_component_names(install.parent):
         problems.append(
             Problem(
