@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 
 def run(*args):
@@ -51,3 +53,32 @@ def test_bench_and_build_options_are_checked_before_any_work():
 def test_check_install_debian_needs_tests_to_run():
     proc = run("check-install", "--debian", "--tests", "none")
     assert proc.returncode == 1 and "give --tests subset or full" in proc.stderr
+
+
+def _namespace_uses(source: str) -> list[int]:
+    """Lines of `source` naming argparse's Namespace (as argparse.Namespace or imported)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "Namespace":
+            found.append(node.lineno)
+        if isinstance(node, ast.ImportFrom) and node.module == "argparse":
+            found += [node.lineno for alias in node.names if alias.name == "Namespace"]
+    return sorted(found)
+
+
+def test_the_checker_finds_a_namespace_handed_down():
+    code = "import argparse\ndef f(args: argparse.Namespace): pass\nfrom argparse import Namespace\n"
+    assert _namespace_uses(code) == [2, 3]
+
+
+def test_only_the_command_line_reads_parsed_arguments():
+    """The commands turn their arguments into typed values (a BuildSpec, a Target, Limits,
+    paths) at the edge, pyfreight/cli/: no module below it takes an argparse.Namespace."""
+    package = Path(__file__).resolve().parent.parent / "pyfreight"
+    found = [
+        f"{path.relative_to(package)}:{line}"
+        for path in sorted(package.rglob("*.py"))
+        if not path.relative_to(package).as_posix().startswith("cli/")
+        for line in _namespace_uses(path.read_text())
+    ]
+    assert not found, "pass typed values, not the parsed arguments:\n" + "\n".join(found)
