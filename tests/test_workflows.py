@@ -64,7 +64,7 @@ def test_the_matrix_follows_the_targets_data():
     assert "3.14 x86_64-unknown-linux-gnu pgo+lto" in names
     assert "3.14 x86_64-unknown-linux-musl lto+static" in names
     assert "3.14 aarch64-unknown-linux-gnu pgo+lto" in names  # its profile runtime is Debian's arm64 one
-    # targets that say they cannot have PGO (builds.unavailable_options: musl, Windows, macOS): never in a release
+    # targets that cannot have PGO (builds.unavailable_options: musl, Windows, macOS): never in a release
     refusing = {t.triple for t in all_targets().values() if "pgo" in t.builds.unavailable_options}
     assert "x86_64-unknown-linux-musl" in refusing
     assert not [row for row in rows if row["target"] in refusing and "pgo" in row["options"]]
