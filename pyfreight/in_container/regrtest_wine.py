@@ -3,12 +3,12 @@ answers of the test harness adapted to what Wine does, so the tests themselves r
 unchanged. Each adaptation gives the answer a real Windows machine can give too:
 
 - regrtest's load tracker reads the performance counters (HKEY_PERFORMANCE_DATA) to
-  print the system load. Wine 8.0 answers "invalid handle", which regrtest only expects
-  as PermissionError (an account without access), and it stopped before any test. It is
-  left off, as regrtest does when hunting reference leaks.
-- test.support.os_helper.can_symlink() makes a symbolic link and removes it. Wine 8.0's
-  CreateSymbolicLinkW reports success and makes nothing, so the removal failed and
-  test_os could not even be imported. It answers False, as for a Windows account
+  print the system load. Wine answers "invalid handle" (8.0, and the pinned 10.0 again),
+  which regrtest only expects as PermissionError (an account without access), and it
+  stops before any test. It is left off, as regrtest does when hunting reference leaks.
+- test.support.os_helper.can_symlink() makes a symbolic link and removes it. Wine's
+  CreateSymbolicLinkW reports success and makes nothing (8.0 and 10.0), so the removal
+  fails and test_os could not even be imported. It answers False, as for a Windows account
   without the symbolic-link privilege: the tests needing links are skipped.
 - A worker that runs past its timeout is killed, and regrtest then removes the worker's
   temporary folder. Under Wine the processes that worker started (a process pool's)
