@@ -58,6 +58,26 @@ class ScriptLaunchers:
 
 
 @dataclass(frozen=True)
+class UvPlatform:
+    """How uv's downloads index names the target's platform (targets/*.yaml `uv_platform`)."""
+
+    os: str  # linux, windows, macos
+    arch: str  # the arch family: x86_64, aarch64
+    libc: str  # gnu, musl, none
+    arch_variant: str | None = None  # a microarchitecture level of the family: v2, v3, v4
+
+    @property
+    def key_arch(self) -> str:
+        """The arch part of the index's keys: the family, then its level after an underscore."""
+        return f"{self.arch}_{self.arch_variant}" if self.arch_variant else self.arch
+
+    @property
+    def key(self) -> str:
+        """The platform part of the index's keys: os, arch (with its level) and libc."""
+        return f"{self.os}-{self.key_arch}-{self.libc}"
+
+
+@dataclass(frozen=True)
 class CrossCompiler:
     """A compiler on this machine that links programs for a cross-compiled target
     (`pyfreight embed --cc`), and the Debian packages providing it (`make setup`)."""
@@ -215,7 +235,7 @@ class Target:
     triple: str  # our name, as python-build-standalone's
     make_name: str  # prefix of the make targets: `make MAKE_NAME-pgo`
     python_platform_tag: str  # sysconfig.get_platform() of the built interpreter
-    uv_platform: tuple[str, str, str]  # (os, arch, libc) as uv's downloads index names them
+    uv_platform: UvPlatform
     debian_architecture: str  # of the sysroot's packages and of the runtime image
     recipe_env: MappingProxyType[str, str]  # given to every dependency's build.sh
     toolchain: Toolchain
@@ -290,7 +310,7 @@ class Target:
     def os(self) -> str:
         """The operating system, as uv names it (linux, windows): what recipes say they
         are unavailable on."""
-        return self.uv_platform[0]
+        return self.uv_platform.os
 
     @property
     def uname_machine(self) -> str:
@@ -310,7 +330,7 @@ class Target:
             triple=data["triple"],
             make_name=data["make_name"],
             python_platform_tag=data["python_platform_tag"],
-            uv_platform=(data["uv_platform"]["os"], data["uv_platform"]["arch"], data["uv_platform"]["libc"]),
+            uv_platform=UvPlatform(**data["uv_platform"]),
             debian_architecture=data["debian_architecture"],
             recipe_env=MappingProxyType(dict(data["recipe_env"])),
             toolchain=_toolchain(data["toolchain"]),

@@ -209,7 +209,7 @@ def test_uv_lists_the_release_entry_of_the_macos_build(built, tmp_path):
     made = pyfreight_cli("release", built["full"], "--base-url", f"file://{out}", "-o", out)
     assert made.returncode == 0, made.stdout + made.stderr
     target = next(t for t in MACOS if f"-{t.triple}-" in built["full"].name)
-    os_name, arch, libc = target.uv_platform
+    os_name, arch, libc = target.uv_platform.os, target.uv_platform.arch, target.uv_platform.libc
     uv = str(REPO / ".venv" / "bin" / "uv")
     listed = subprocess.run(
         [uv, "python", "list", "--all-platforms", "--all-arches", "--only-downloads",

@@ -69,7 +69,8 @@ def test_every_build_name_comes_back_as_the_same_build():
             full = FLAVOURS[0].file_name(spec, "20990101")
             assert parse_full_name(full) == (spec, "20990101"), full
             assert folder_stem(spec).startswith("cpython-3.14.7-") and "+" not in folder_stem(spec)
-            assert uv_key(spec, "").endswith("-".join(target.uv_platform))
+            platform = target.uv_platform
+            assert uv_key(spec, "").endswith(f"-{platform.os}-{platform.key_arch}-{platform.libc}")
             folder, stem = bench_names(spec.minor, target)
             assert folder == f"cpython-{stem}" and (stem == "3.14") == target.is_default
 

@@ -95,8 +95,7 @@ def parse_full_name(file_name: str) -> tuple[BuildSpec, str] | None:
 
 def uv_key(spec: BuildSpec, variant: str) -> str:
     """The build's key in uv's downloads index: version, variant, and uv's platform."""
-    os_, arch, libc = spec.target.uv_platform
-    return f"cpython-{spec.version}{'+' + variant if variant else ''}-{os_}-{arch}-{libc}"
+    return f"cpython-{spec.version}{'+' + variant if variant else ''}-{spec.target.uv_platform.key}"
 
 
 def bench_names(minor: str, target: Target) -> tuple[str, str]:

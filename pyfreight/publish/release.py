@@ -107,11 +107,12 @@ def _uv_entries(builds: list[Build], url_of: dict[str, str], sha_of: dict[str, s
     for key, (_, build, flavour, variant) in sorted(chosen.items()):
         major, minor, patch = (int(part) for part in build.spec.version.split(".")[:3])
         name = build.archives[flavour.name].name
+        platform = build.spec.target.uv_platform
         entries[key] = {
             "name": "cpython",
-            "arch": {"family": build.spec.target.uv_platform[1], "variant": None},
-            "os": build.spec.target.uv_platform[0],
-            "libc": build.spec.target.uv_platform[2],
+            "arch": {"family": platform.arch, "variant": platform.arch_variant},
+            "os": platform.os,
+            "libc": platform.libc,
             "major": major,
             "minor": minor,
             "patch": patch,
