@@ -62,6 +62,14 @@ if grep -q '^LDLIBRARY=.*\.dylib$' Makefile; then
   grep -q -e '-install_name,@rpath/.*_version,\$(VERSION)\.0 .*\$(MODLIBS) \$(SHLIBS)' <<< "$rule"
   ! grep -q -e 'dynamic_lookup' <<< "$rule"
 fi
+# CPU_LEVEL_CHECK (toolchain.cpu_level_check): the file that refuses a CPU below the
+# build's x86-64 level becomes one of the core's objects, so it is in the interpreter,
+# libpython and the objects embed links (make-vars.txt's LIBRARY_OBJS).
+if [ -n "$CPU_LEVEL_CHECK" ]; then
+  cp "$RECIPE_DIR/$CPU_LEVEL_CHECK" Python/pyfreight_cpu_level.c
+  sed -i 's|^PYTHON_OBJS=\t\\$|PYTHON_OBJS=\tPython/pyfreight_cpu_level.o \\|' Makefile
+  grep -q '^PYTHON_OBJS=.Python/pyfreight_cpu_level\.o \\$' Makefile
+fi
 if [ -n "${PGO_PROFILE:-}" ]; then
   # A saved profile: put it where the profile-use step reads it and mark the
   # training as done, so make skips the instrumented build and the training run

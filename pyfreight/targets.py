@@ -95,6 +95,8 @@ class Toolchain:
     zig: Source | None  # the pinned zig that is the whole sysroot (and compiler), if it is
     zig_llvm: str | None  # the LLVM major version of that zig's clang (its LTO objects' bitcode)
     compiler_flags: str  # of every compile and link, in $CC and $CXX (e.g. the compiler runtime)
+    # CPython's core carries cpython/cpu-level-check.c: refuses a CPU below compiler_flags' -march
+    cpu_level_check: bool
     control_flow_cflags: str  # the compiler flags of the target's control-flow protection ("": none)
     cpython_build: Literal["configure", "visual-studio-projects"]
     # CPython configure's answers for a cross build (cache variables), from the data
@@ -351,6 +353,7 @@ def _toolchain(data: dict[str, Any]) -> Toolchain:
         zig=None if zig is None else _wheel_source(zig),
         zig_llvm=None if zig is None else str(zig["llvm"]),
         compiler_flags=data.get("compiler_flags", ""),
+        cpu_level_check=bool(data.get("cpu_level_check", False)),
         control_flow_cflags=data.get("control_flow_cflags", ""),
         cpython_build=data.get("cpython_build", "configure"),
         cpython_configure_answers=MappingProxyType(dict(data.get("cpython_configure_answers", {}))),

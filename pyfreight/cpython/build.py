@@ -46,6 +46,9 @@ CPYTHON_DIR = REPO_ROOT / "cpython"
 CPYTHON_PATCHES_DIR = REPO_ROOT / "cpython-patches"
 # Files of cpython/ the container build uses.
 RECIPE_FILES = ("build.sh", "export-build.sh", "print-vars.mk", "tkinter-tcl-library.py")
+# A core object of the targets built for an x86-64 level (toolchain.cpu_level_check), and
+# only theirs: the other targets' build keys, and so their archives, stay as they were.
+CPU_LEVEL_CHECK = "cpu-level-check.c"
 # Inside the build container: where saved profiles are handed in.
 RECIPE_INPUTS = "/inputs/recipe"
 
@@ -247,6 +250,8 @@ def _cpython_job(
     files: dict[str, Path | bytes] = {name: CPYTHON_DIR / name for name in RECIPE_FILES}
     files["Setup.local"] = setup_local.encode()
     files |= patches_for(src, options, target)
+    if target.toolchain.cpu_level_check:
+        files[CPU_LEVEL_CHECK] = CPYTHON_DIR / CPU_LEVEL_CHECK
     if profiles is not None:
         files[PGO_PROFILE_NAME] = profiles.pgo
         if profiles.bolt is not None:
@@ -259,6 +264,7 @@ def _cpython_job(
         "OUTPUT_DIR": OUTPUT_DIR,
         "PGO_PROFILE": f"{RECIPE_INPUTS}/{PGO_PROFILE_NAME}" if profiles else "",
         "BUILD_TKINTER": "yes" if tkinter else "",
+        "CPU_LEVEL_CHECK": CPU_LEVEL_CHECK if target.toolchain.cpu_level_check else "",
         "LLVM_BIN": toolchain.LLVM_BIN,
     }
     if profiles is not None and profiles.bolt is not None:
