@@ -47,7 +47,7 @@ CPYTHON_PATCHES_DIR = REPO_ROOT / "cpython-patches"
 # Files of cpython/ the container build uses.
 RECIPE_FILES = ("build.sh", "export-build.sh", "print-vars.mk", "tkinter-tcl-library.py")
 # A core object of the targets built for an x86-64 level (toolchain.cpu_level_check), and
-# only theirs: the other targets' build keys, and so their archives, stay as they were.
+# only theirs: the other targets' archives stay as they were, byte for byte.
 CPU_LEVEL_CHECK = "cpu-level-check.c"
 # Inside the build container: where saved profiles are handed in.
 RECIPE_INPUTS = "/inputs/recipe"
