@@ -8,20 +8,24 @@ RUN apt-get update \
  && grep -v '^#' /tmp/build-packages.txt | xargs apt-get install -y --no-install-recommends \
  && apt-get clean && rm -rf /var/lib/apt/lists/* /tmp/build-packages.txt
 
-# LLVM's profile runtime for a foreign target (PGO's instrumented interpreter links it):
-# the one file from Debian's package of the target's architecture, of the same pinned
-# version as the image's own (PROFILE_RUNTIME is package:arch=version; empty: none).
-ARG PROFILE_RUNTIME=
-RUN if [ -n "$PROFILE_RUNTIME" ]; then \
-      arch=${PROFILE_RUNTIME#*:} && arch=${arch%%=*} \
+# LLVM's compiler runtime for a foreign target: its builtins and start and end files
+# (what -rtlib=compiler-rt links, the musl targets) and its profile runtime (PGO's
+# instrumented interpreter links it). Those files from Debian's package of the target's
+# architecture, of the same pinned version as the image's own (COMPILER_RUNTIME is
+# package:arch=version; empty: none).
+ARG COMPILER_RUNTIME=
+RUN if [ -n "$COMPILER_RUNTIME" ]; then \
+      arch=${COMPILER_RUNTIME#*:} && arch=${arch%%=*} \
       && dpkg --add-architecture "$arch" && apt-get update \
-      && mkdir /tmp/rt && cd /tmp/rt && apt-get download "$PROFILE_RUNTIME" \
+      && mkdir /tmp/rt && cd /tmp/rt && apt-get download "$COMPILER_RUNTIME" \
       && dpkg-deb -x ./*.deb unpacked \
-      && runtime=$(find unpacked -name "libclang_rt.profile-*.a" | grep -v x86_64) \
-      && [ "$(echo "$runtime" | wc -l)" = 1 ] && [ -n "$runtime" ] \
-      && llvm=${PROFILE_RUNTIME#libclang-rt-} && llvm=${llvm%%-dev*} \
+      && llvm=${COMPILER_RUNTIME#libclang-rt-} && llvm=${llvm%%-dev*} \
       && into=/usr/lib/llvm-$llvm/lib/clang/$llvm/lib/linux && [ -d "$into" ] \
-      && cp "$runtime" "$into/" \
+      && for kind in libclang_rt.builtins libclang_rt.profile clang_rt.crtbegin clang_rt.crtend; do \
+           runtime=$(find unpacked -name "$kind-*" | grep -v x86_64) \
+           && [ "$(echo "$runtime" | wc -l)" = 1 ] && [ -n "$runtime" ] \
+           && cp "$runtime" "$into/" || exit 1; \
+         done \
       && cd / && rm -rf /tmp/rt /var/lib/apt/lists/* && dpkg --remove-architecture "$arch"; \
     fi
 

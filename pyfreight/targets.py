@@ -103,7 +103,8 @@ class Toolchain:
     cpython_configure_answers: MappingProxyType[str, str]
     cpython_ldflags: str  # build-only flags of CPython's own links
     cross_cc: CrossCompiler | None
-    foreign_profile_runtime: bool  # the build image takes LLVM's profile runtime of its architecture
+    # the build image takes LLVM's builtins and profile runtime of the target's architecture
+    foreign_compiler_runtime: bool
 
 
 @dataclass(frozen=True)
@@ -359,7 +360,7 @@ def _toolchain(data: dict[str, Any]) -> Toolchain:
         cpython_configure_answers=MappingProxyType(dict(data.get("cpython_configure_answers", {}))),
         cpython_ldflags=data.get("cpython_ldflags", ""),
         cross_cc=None if cross is None else CrossCompiler(cross["command"], tuple(cross["debian_packages"])),
-        foreign_profile_runtime=bool(data.get("foreign_profile_runtime", False)),
+        foreign_compiler_runtime=bool(data.get("foreign_compiler_runtime", False)),
     )
 
 

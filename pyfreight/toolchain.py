@@ -136,11 +136,12 @@ def resource_compiler(target: Target) -> str:
     return f"llvm-windres-{LLVM} --target={WINDRES_TARGETS[target.pe.machine]} --preprocessor-arg=-I{headers}"
 
 
-def profile_runtime_package(target: Target, pinned_packages: str) -> str:
-    """package:arch=version of Debian's LLVM profile runtime for a target that takes its
-    architecture's (targets/*.yaml `foreign_profile_runtime`), pinned as the build image's
-    own is (`pinned_packages`: dockerfiles/build-packages.txt); "" for any other target."""
-    if not target.toolchain.foreign_profile_runtime:
+def compiler_runtime_package(target: Target, pinned_packages: str) -> str:
+    """package:arch=version of Debian's LLVM compiler runtime (builtins, profile runtime)
+    for a target that takes its architecture's (targets/*.yaml `foreign_compiler_runtime`),
+    pinned as the build image's own is (`pinned_packages`: dockerfiles/build-packages.txt);
+    "" for any other target."""
+    if not target.toolchain.foreign_compiler_runtime:
         return ""
     name = f"libclang-rt-{LLVM}-dev"
     for line in pinned_packages.splitlines():

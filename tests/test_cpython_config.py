@@ -321,10 +321,10 @@ def test_bolt_lays_out_x86_64_linux_pgo_builds_of_the_gil_unless_nobolt():
 
 def test_a_foreign_targets_profile_runtime_is_pinned_as_the_images_own():
     from pyfreight.paths import REPO_ROOT
-    from pyfreight.toolchain import LLVM, profile_runtime_package
+    from pyfreight.toolchain import LLVM, compiler_runtime_package
 
     packages = (REPO_ROOT / "dockerfiles/build-packages.txt").read_text()
     aarch64 = all_targets()["aarch64-unknown-linux-gnu"]
     own = next(line for line in packages.splitlines() if line.startswith(f"libclang-rt-{LLVM}-dev="))
-    assert profile_runtime_package(aarch64, packages) == own.replace("-dev=", "-dev:arm64=")
-    assert profile_runtime_package(default_target(), packages) == ""
+    assert compiler_runtime_package(aarch64, packages) == own.replace("-dev=", "-dev:arm64=")
+    assert compiler_runtime_package(default_target(), packages) == ""

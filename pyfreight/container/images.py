@@ -6,7 +6,8 @@
            from libc-recipes/), absolute symlinks made relative, cut down to what
            compilers read, with glibc's floor header, as a tarball;
 - build:   per target: dockerfiles/build.Dockerfile on the base, the pinned toolchain
-           and the target's sysroot;
+           and the target's sysroot (a target whose C library is built from source has
+           a second one, with the sysroot's Debian part only, to build that library in);
 - runtime: the suite installs are checked in, of the target's architecture; for a
            target with `libc.runtime_tools` (musl), an image with no glibc at all.
 
@@ -37,7 +38,7 @@ from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import DOCKERFILES_DIR, Workspace
 from pyfreight.sources.mirrors import DebianMirrors, find_debian_mirrors
-from pyfreight.targets import RunsEmulated, Target, build_machine_target
+from pyfreight.targets import RunsEmulated, Target
 
 SPEC_FILE = DOCKERFILES_DIR / "images.yaml"
 WINE_DOCKERFILE = "wine-runtime.Dockerfile"
@@ -57,7 +58,9 @@ def base_tag(spec: dict, section: str = "base") -> str:
     return f"pyfreight-{section}:{_digest(section, spec[section])}"
 
 
-def sysroot_digest(target: Target) -> str:
+def sysroot_digest(target: Target, with_libc: bool = True) -> str:
+    """The digest of the target's sysroot; `with_libc=False`: of its Debian part alone,
+    before a C library built from source (`libc_recipe`) is added."""
     if target.toolchain.zig is not None:  # the wheel, and the compile that fills its cache in the image
         driver = zig_sysroot.DRIVER.read_text()
         overlay = zig_sysroot.overlay_digest_parts(target.toolchain.sysroot)
@@ -68,17 +71,20 @@ def sysroot_digest(target: Target) -> str:
         return _digest(*zig, patches) if patches else _digest(*zig)
     floor = (target.libc.ceiling, glibc_floor.FORMAT) if target.libc.glibc else None
     parts: list[object] = ["sysroot", target.debian_architecture, dict(target.toolchain.sysroot), floor]
-    libc = libc_sysroot.libc_digest(target)
+    libc = libc_sysroot.libc_digest(target) if with_libc else None
     if libc is not None:
         parts.append(libc)
     return _digest(*parts)
 
 
-def build_tag(spec: dict, target: Target) -> str:
+def build_tag(spec: dict, target: Target, with_libc: bool = True) -> str:
+    """The build image's tag; `with_libc=False`: of the image its C library is built in
+    (libc_recipe), whose sysroot holds only the Debian part."""
     build = spec["build"]
     files = {name: (DOCKERFILES_DIR / build[name]).read_text() for name in ("dockerfile", "packages")}
-    runtime = toolchain.profile_runtime_package(target, files["packages"])
-    return f"pyfreight-build:{_digest('build', base_tag(spec), sysroot_digest(target), files, runtime)}"
+    runtime = toolchain.compiler_runtime_package(target, files["packages"])
+    sysroot = sysroot_digest(target, with_libc)
+    return f"pyfreight-build:{_digest('build', base_tag(spec), sysroot, files, runtime)}"
 
 
 def wine_runtime_tag(spec: dict, target: Target) -> str:
@@ -208,7 +214,7 @@ def _installed_versions(rootfs: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
-def _ensure_sysroot(target: Target, ws: Workspace, mirrors: DebianMirrors) -> Path:
+def _ensure_sysroot(spec: dict, target: Target, ws: Workspace, mirrors: DebianMirrors, base: str) -> Path:
     digest = sysroot_digest(target)
     out = ws.images / f"sysroot-{digest}.tar"
     if out.exists():
@@ -257,13 +263,27 @@ def _ensure_sysroot(target: Target, ws: Workspace, mirrors: DebianMirrors) -> Pa
             if (rootfs / found).exists() or (rootfs / found).is_symlink():
                 members += _tree_members(name, rootfs / found)
         if libc_sysroot.libc_recipe(target) is not None:
-            # built in the build machine's own image: a C library builds freestanding
-            builder = ensure_images(ws, build_machine_target())
-            members += libc_sysroot.build_libc_into(target, ws, Path(tmp) / "libc", builder)
+            members += _build_libc(spec, target, ws, base, members, Path(tmp))
         if target.libc.glibc:
             members += _floor_header(rootfs, target, Path(tmp) / "floor")
         write_tar(out, members, epoch=0)
     return out
+
+
+def _build_libc(
+    spec: dict, target: Target, ws: Workspace, base: str, debian_members: list[tuple[str, Path]], tmp: Path
+) -> list[tuple[str, Path]]:
+    """The sysroot members of the target's C library (libc_recipe), built in the target's
+    own build image with only the sysroot's Debian part: a C library builds freestanding,
+    but links the compiler runtime of its architecture, which only that image has for a
+    foreign target (toolchain.foreign_compiler_runtime: LLVM's builtins)."""
+    headers = tmp / "debian-part.tar"
+    write_tar(headers, debian_members, epoch=0)
+    tag = _ensure_build(spec, target, ws, base, headers, with_libc=False)
+    image = docker.image_id(tag)
+    assert image is not None
+    builder = BuildImage(tag=tag, image_id=image, manifest=_write_manifest(tag, ws))
+    return libc_sysroot.build_libc_into(target, ws, tmp / "libc", builder)
 
 
 def _tree_members(name: str, path: Path) -> list[tuple[str, Path]]:
@@ -315,8 +335,10 @@ def _unpack_remaining(rootfs: Path, log: Path) -> dict[str, str]:
     return versions
 
 
-def _ensure_build(spec: dict, target: Target, ws: Workspace, base: str, sysroot_tar: Path) -> str:
-    tag = build_tag(spec, target)
+def _ensure_build(
+    spec: dict, target: Target, ws: Workspace, base: str, sysroot_tar: Path, with_libc: bool = True
+) -> str:
+    tag = build_tag(spec, target, with_libc)
     if docker.image_id(tag):
         return tag
     say(f"image {tag}: building")
@@ -331,7 +353,7 @@ def _ensure_build(spec: dict, target: Target, ws: Workspace, base: str, sysroot_
             ["--build-arg", f"ZIG_WARM={toolchain.zig_warm_command(target)}"] if target.toolchain.zig else []
         )
         packages = (DOCKERFILES_DIR / spec["build"]["packages"]).read_text()
-        runtime = ["--build-arg", f"PROFILE_RUNTIME={toolchain.profile_runtime_package(target, packages)}"]
+        runtime = ["--build-arg", f"COMPILER_RUNTIME={toolchain.compiler_runtime_package(target, packages)}"]
         docker.run_logged(
             ["docker", "build", "--build-arg", f"BASE={base}", *warm, *runtime, "-t", tag, str(ctx)],
             log,
@@ -439,7 +461,7 @@ def ensure_images(ws: Workspace, target: Target) -> BuildImage:
         started = time.monotonic()
         mirrors = find_debian_mirrors()
         base = _ensure_base(spec, ws, mirrors)
-        sysroot_tar = _ensure_sysroot(target, ws, mirrors)
+        sysroot_tar = _ensure_sysroot(spec, target, ws, mirrors, base)
         _ensure_build(spec, target, ws, base, sysroot_tar)
         say(f"images ready in {time.monotonic() - started:.0f} s")
     image = docker.image_id(tag)

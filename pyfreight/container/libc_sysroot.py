@@ -2,10 +2,10 @@
 `toolchain.sysroot.libc_recipe`), for C libraries Debian's pinned packages do not give: musl.
 
 The recipe (libc-recipes/<name>/, in the recipe format: pinned sources, build.sh) runs in the
-build machine's own build image, with the target's compiler: a C library builds
-itself freestanding, so the image's sysroot is never read. Its install goes into the
-sysroot's usr/, and its loader is linked at lib/<loader> (targets/*.yaml
-`elf.loader`), where the target's programs ask for it."""
+target's own build image with only the Debian part of its sysroot (images.py): a C
+library builds itself freestanding, and links the compiler runtime of its architecture.
+Its install goes into the sysroot's usr/, and its loader is linked at lib/<loader>
+(targets/*.yaml `elf.loader`), where the target's programs ask for it."""
 
 from __future__ import annotations
 
