@@ -248,3 +248,13 @@ def test_a_static_interpreter_belongs_to_the_target_whose_libc_links_statically(
     ]
     assert tree_target(tmp_path / "static") is static_target
     assert tree_target(Path(sys.executable).resolve()) is default_target()
+
+
+@pytest.mark.parametrize("found", list(CLANG_TARGETS.values()), ids=list(CLANG_TARGETS))
+def test_a_foreign_target_linking_llvms_runtime_has_it_in_its_image(found):
+    """-rtlib=compiler-rt links compiler-rt's builtins and start files of the target's
+    architecture, which the build image has of its own architecture only: a target of
+    another architecture that links them must take its own (`foreign_compiler_runtime`)."""
+    foreign = found.debian_architecture != default_target().debian_architecture
+    if foreign and "-rtlib=compiler-rt" in found.toolchain.compiler_flags.split():
+        assert found.toolchain.foreign_compiler_runtime, found.triple
