@@ -80,6 +80,24 @@ def test_embed_needs_a_compiler_for_the_target(archives, tmp_path):
     )
 
 
+# A foreign target no Debian package links for (aarch64 musl): embed says so and stops.
+WITHOUT_CROSS_CC = _params(
+    [b for b in BUILDS if not b[0].native and not b[0].toolchain.cross_cc and b[1] == "noopt"]
+)
+
+
+@pytest.mark.parametrize("archives", WITHOUT_CROSS_CC, indirect=True)
+def test_embed_without_a_compiler_for_the_target_says_so_in_one_line(archives, tmp_path):
+    target, found = archives
+    out = tmp_path / "python"
+    proc = pyfreight_cli("embed", found["full.tar.zst"], "-o", out, CC="")
+    assert proc.returncode != 0 and not out.exists()
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: {found['full.tar.zst'].name} is for {target.triple}: name a compiler that links for it"
+    )
+
+
 @pytest.mark.parametrize("archives", WITH_CROSS_CC, indirect=True)
 def test_embed_with_the_cross_compiler_runs_under_the_emulator(archives, tmp_path):
     target, found = archives
