@@ -206,6 +206,19 @@ def test_an_option_a_target_cannot_have_is_refused_with_its_reason():
     assert proc.stderr.strip().splitlines() == [f"error: {found.triple} cannot be built pgo+lto: {reason}"]
 
 
+def test_a_musl_target_without_a_checked_static_build_refuses_static_with_its_reason():
+    """A musl target whose static build has not been made (aarch64's) says so in one line,
+    not glibc's reason."""
+    musl = [t for t in all_targets().values() if t.libc.name == "musl"]
+    refusing = [t for t in musl if "static" in t.builds.unavailable_options]
+    assert refusing, "no musl target refuses static; pick another case for this test"
+    found = refusing[0]
+    proc = pyfreight_cli("build", "--target", found.make_name, "--options", "lto+static", "--no-check")
+    assert proc.returncode == 1
+    reason = " ".join(found.builds.unavailable_options["static"].split())
+    assert proc.stderr.strip().splitlines() == [f"error: {found.triple} cannot be built lto+static: {reason}"]
+
+
 def test_static_is_refused_for_a_glibc_target():
     """The `static` modifier links the C library in; glibc targets say they cannot."""
     glibc = default_target()
