@@ -139,9 +139,15 @@ def _ctypes() -> str:
 # systemd's MemoryDenyWriteExecute is prctl(PR_SET_MDWE) on Linux 6.3 and later: no
 # mapping may gain execute permission. glibc maps a thread's stack executable when the
 # program has no non-executable PT_GNU_STACK header, which MDWE refuses: threading fails.
+# A static interpreter (musl's `static`) cannot open anything with dlopen, so Python
+# cannot reach prctl there; it has no executable stacks to ask for either (validate
+# holds every ELF file's PT_GNU_STACK non-executable).
 MDWE_PROGRAM = """
 import ctypes, os, sys, threading
-libc = ctypes.CDLL(None, use_errno=True)
+try:
+    libc = ctypes.CDLL(None, use_errno=True)
+except OSError as exc:
+    sys.exit(f"SKIP prctl cannot be called without dlopen ({exc}): a static interpreter")
 try:
     prctl = libc.prctl
 except AttributeError:
