@@ -105,6 +105,9 @@ class Toolchain:
     cross_cc: CrossCompiler | None
     # the build image takes LLVM's builtins and profile runtime of the target's architecture
     foreign_compiler_runtime: bool
+    # clang has the preserve_none calling convention here, which CPython's tail-calling
+    # interpreter (--with-tail-call-interp) needs
+    tail_call_interpreter: bool
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,8 @@ class RunsEmulated:
 
     emulator: str  # qemu-user's program name
     cpu: str | None  # the CPU model the emulator is told (QEMU_CPU)
+    # the Debian suite of its runtime image, where images.yaml's (the oldest) lacks its architecture
+    debian_suite: str | None = None
     kind: Literal["emulator"] = "emulator"
 
 
@@ -361,6 +366,7 @@ def _toolchain(data: dict[str, Any]) -> Toolchain:
         cpython_ldflags=data.get("cpython_ldflags", ""),
         cross_cc=None if cross is None else CrossCompiler(cross["command"], tuple(cross["debian_packages"])),
         foreign_compiler_runtime=bool(data.get("foreign_compiler_runtime", False)),
+        tail_call_interpreter=bool(data.get("tail_call_interpreter", True)),
     )
 
 
@@ -405,7 +411,9 @@ def _running(data: str | dict[str, Any]) -> Running:
         return RunsNatively()
     assert isinstance(data, dict)
     if "emulator" in data:
-        return RunsEmulated(emulator=data["emulator"], cpu=data.get("cpu"))
+        return RunsEmulated(
+            emulator=data["emulator"], cpu=data.get("cpu"), debian_suite=data.get("debian_suite")
+        )
     if "wine" in data:
         wine = data["wine"]
         return RunsUnderWine(

@@ -101,8 +101,15 @@ def unix_runtime_tag(spec: dict, target: Target) -> str:
         tools = libc_sysroot.libc_folder_recipe(target.libc.runtime_tools, target, "runtime_tools")
         parts: tuple[object, ...] = ("libc-only", sysroot_digest(target), libc_sysroot.recipe_digest(tools))
         return f"pyfreight-runtime:{_digest(*parts, target.emulator_env)}"
-    parts = ("runtime", spec["runtime"], target.debian_architecture, target.emulator_env)
+    parts = ("runtime", _runtime_base(spec, target), target.debian_architecture, target.emulator_env)
     return f"pyfreight-runtime:{_digest(*parts)}"
+
+
+def _runtime_base(spec: dict, target: Target) -> dict:
+    """The Debian installs of `target` are checked in: images.yaml's runtime suite, or
+    the target's own where the mirror has none of its architecture in that one."""
+    suite = target.run.debian_suite if isinstance(target.run, RunsEmulated) else None
+    return spec["runtime"] if suite is None else dict(spec["runtime"], suite=suite)
 
 
 def _debootstrap(
@@ -405,7 +412,7 @@ def ensure_unix_runtime(ws: Workspace, target: Target) -> str:
     if not docker.image_id(tag):
         architecture = None if target.native else target.debian_architecture
         mirrors = find_debian_mirrors()
-        _ensure_rootfs_image(tag, spec["runtime"], ws, mirrors, architecture, target.emulator_env)
+        _ensure_rootfs_image(tag, _runtime_base(spec, target), ws, mirrors, architecture, target.emulator_env)
     return tag
 
 

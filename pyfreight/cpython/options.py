@@ -187,8 +187,13 @@ def configure_args(source: CPythonSource, options: BuildOptions, target: Target)
                 for name, value in sorted(target.toolchain.cpython_configure_answers.items())
             ),
         ]
-    if "tail_call_interpreter" in source.features and options.base != "debug":
-        # clang's musttail: the interpreter's opcode handlers call each other.
+    if (
+        "tail_call_interpreter" in source.features
+        and options.base != "debug"
+        and target.toolchain.tail_call_interpreter
+    ):
+        # clang's musttail: the interpreter's opcode handlers call each other (with the
+        # preserve_none convention, which clang has on some architectures only).
         args.append("--with-tail-call-interp")
     if not options.codegen.bolt and not applies_bolt(replace(options, modifiers=()), target):
         raise PyfreightError(
