@@ -330,8 +330,13 @@ def _unpack_remaining(rootfs: Path, log: Path) -> dict[str, str]:
         with log.open("a") as out:
             out.write(f"unpacking {deb.name}\n")
         tar = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
+        # --keep-directory-symlink: in a merged /usr (bookworm on), lib is a link to usr/lib,
+        # which tar would otherwise replace by a folder of the package's ./lib files alone.
         docker.run_logged(
-            ["tar", "-C", str(rootfs), "-xf", "-"], log, f"unpacking {deb.name}", stdin=tar.stdout
+            ["tar", "-C", str(rootfs), "--keep-directory-symlink", "-xf", "-"],
+            log,
+            f"unpacking {deb.name}",
+            stdin=tar.stdout,
         )
         if tar.wait() != 0:
             raise PyfreightError(f"dpkg-deb could not read {deb.name}; see {log}")
