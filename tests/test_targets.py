@@ -13,6 +13,8 @@ import pytest
 import yaml
 
 from pyfreight.archives.describe import SCHEMA_SYSTEM_LIBRARIES
+from pyfreight.cpython.options import BuildOptions, configure_args
+from pyfreight.cpython.versions import cpython_source
 from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_target
 from pyfreight.paths import REPO_ROOT
@@ -271,3 +273,22 @@ def test_a_foreign_target_linking_llvms_runtime_has_it_in_its_image(found):
     foreign = found.debian_architecture != default_target().debian_architecture
     if foreign and "-rtlib=compiler-rt" in found.toolchain.compiler_flags.split():
         assert found.toolchain.foreign_compiler_runtime, found.triple
+
+
+@pytest.mark.parametrize("found", list(CLANG_TARGETS.values()), ids=list(CLANG_TARGETS))
+def test_tail_call_interpreter_says_what_clang_has(found, tmp_path):
+    """CPython's tail-calling interpreter needs clang's preserve_none calling convention,
+    which clang has on some architectures only (CPython stops with an #error elsewhere):
+    the target's `tail_call_interpreter` says what the pinned clang answers, and a target
+    without it is configured without --with-tail-call-interp."""
+    source = tmp_path / "probe.c"
+    source.write_text("__attribute__((preserve_none)) int handler(void) { return 0; }\n")
+    compiled = subprocess.run(
+        [f"clang-{LLVM}", f"--target={found.toolchain.clang_triple}", "-Werror=ignored-attributes", "-c"]
+        + [str(source), "-o", str(tmp_path / "probe.o")],
+        capture_output=True,
+        text=True,
+    )
+    assert (compiled.returncode == 0) == found.toolchain.tail_call_interpreter, compiled.stderr
+    args = configure_args(cpython_source("3.14"), BuildOptions.parse("noopt"), found)
+    assert ("--with-tail-call-interp" in args) == found.toolchain.tail_call_interpreter
