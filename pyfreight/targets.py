@@ -108,6 +108,8 @@ class Toolchain:
     # clang has the preserve_none calling convention here, which CPython's tail-calling
     # interpreter (--with-tail-call-interp) needs
     tail_call_interpreter: bool
+    # clang has -fstack-clash-protection for the architecture (not for 32-bit Arm)
+    stack_clash_protection: bool
 
 
 @dataclass(frozen=True)
@@ -367,6 +369,7 @@ def _toolchain(data: dict[str, Any]) -> Toolchain:
         cross_cc=None if cross is None else CrossCompiler(cross["command"], tuple(cross["debian_packages"])),
         foreign_compiler_runtime=bool(data.get("foreign_compiler_runtime", False)),
         tail_call_interpreter=bool(data.get("tail_call_interpreter", True)),
+        stack_clash_protection=bool(data.get("stack_clash_protection", True)),
     )
 
 

@@ -30,9 +30,16 @@ LLVM_BIN = f"/usr/lib/llvm-{LLVM}/bin"  # its unversioned tools, in the build im
 #  the platform's hardening (platforms/: Debian's and Fedora's defaults where they
 #  apply) and the target's control-flow protection.
 #  -ffile-prefix-map: the container's build folder does not land in objects.
+def stack_clash_protection(target: Target) -> bool:
+    """Whether code for `target` is compiled with -fstack-clash-protection: where the
+    platform's compilers use it and clang has it for the architecture (not 32-bit Arm)."""
+    return platform_of(target).stack_clash_protection and target.toolchain.stack_clash_protection
+
+
 def common_cflags(target: Target) -> str:
     platform = platform_of(target)
-    hardening = f"{platform.hardening_cflags} {target.toolchain.control_flow_cflags}".rstrip()
+    clash = " -fstack-clash-protection" if stack_clash_protection(target) else ""
+    hardening = f"{platform.hardening_cflags}{clash} {target.toolchain.control_flow_cflags}".rstrip()
     frame_pointers = platform.frame_pointer_cflags
     flags = f"-O2 -fPIC -fvisibility=hidden {hardening}"
     if frame_pointers:

@@ -19,7 +19,7 @@ from pyfreight.errors import PyfreightError
 from pyfreight.formats.elf import tree_target
 from pyfreight.paths import REPO_ROOT
 from pyfreight.targets import TARGETS_DIR, all_targets, default_target, known_names, load_targets, target
-from pyfreight.toolchain import GLIBC_FLOOR_HEADER, LLVM, SYSROOT, compiler_commands
+from pyfreight.toolchain import GLIBC_FLOOR_HEADER, LLVM, SYSROOT, common_cflags, compiler_commands
 from pyfreight.verify.validate import _target_of
 from tests.conftest import pyfreight_cli
 
@@ -275,20 +275,36 @@ def test_a_foreign_target_linking_llvms_runtime_has_it_in_its_image(found):
         assert found.toolchain.foreign_compiler_runtime, found.triple
 
 
+def _clang_compiles(found, tmp_path: Path, source: str, *flags: str) -> subprocess.CompletedProcess:
+    """Compiles `source` for the target with the pinned clang, its warnings as errors."""
+    path = tmp_path / "probe.c"
+    path.write_text(source)
+    command = [f"clang-{LLVM}", f"--target={found.toolchain.clang_triple}", "-Werror", *flags, "-c"]
+    return subprocess.run(
+        [*command, str(path), "-o", str(tmp_path / "probe.o")], capture_output=True, text=True
+    )
+
+
 @pytest.mark.parametrize("found", list(CLANG_TARGETS.values()), ids=list(CLANG_TARGETS))
 def test_tail_call_interpreter_says_what_clang_has(found, tmp_path):
     """CPython's tail-calling interpreter needs clang's preserve_none calling convention,
     which clang has on some architectures only (CPython stops with an #error elsewhere):
     the target's `tail_call_interpreter` says what the pinned clang answers, and a target
     without it is configured without --with-tail-call-interp."""
-    source = tmp_path / "probe.c"
-    source.write_text("__attribute__((preserve_none)) int handler(void) { return 0; }\n")
-    compiled = subprocess.run(
-        [f"clang-{LLVM}", f"--target={found.toolchain.clang_triple}", "-Werror=ignored-attributes", "-c"]
-        + [str(source), "-o", str(tmp_path / "probe.o")],
-        capture_output=True,
-        text=True,
+    compiled = _clang_compiles(
+        found, tmp_path, "__attribute__((preserve_none)) int handler(void) { return 0; }\n"
     )
     assert (compiled.returncode == 0) == found.toolchain.tail_call_interpreter, compiled.stderr
     args = configure_args(cpython_source("3.14"), BuildOptions.parse("noopt"), found)
     assert ("--with-tail-call-interp" in args) == found.toolchain.tail_call_interpreter
+
+
+@pytest.mark.parametrize("found", list(CLANG_TARGETS.values()), ids=list(CLANG_TARGETS))
+def test_stack_clash_protection_says_what_clang_has(found, tmp_path):
+    """-fstack-clash-protection where clang has it for the architecture; where it has not
+    (32-bit Arm) clang warns it unused, and configure scripts that check -Werror stop."""
+    compiled = _clang_compiles(found, tmp_path, "int main(void) { return 0; }\n", "-fstack-clash-protection")
+    assert (compiled.returncode == 0) == found.toolchain.stack_clash_protection, compiled.stderr
+    assert (
+        "-fstack-clash-protection" in common_cflags(found).split()
+    ) == found.toolchain.stack_clash_protection

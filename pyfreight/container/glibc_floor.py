@@ -33,8 +33,12 @@ HIDDEN = 0x8000  # the versym bit of a version kept only for old binaries (name@
 
 # Symbols glibc gave a new version without changing how they are called, so that the
 # old version is a drop-in: only their error reporting changed (the old ones also set
-# errno through the SVID wrapper). 2.27 did the same for the float variants.
-SAME_ABI = frozenset(["exp", "exp2", "log", "log2", "pow", "expf", "exp2f", "logf", "log2f", "powf"])
+# errno through the SVID wrapper). 2.27 did the same for the float variants, 2.35 for
+# hypot and hypotf (a new default version on the architectures that had the wrapper,
+# such as POWER and IBM Z, against a 2.34 floor).
+SAME_ABI = frozenset(
+    ["exp", "exp2", "log", "log2", "pow", "expf", "exp2f", "logf", "log2f", "powf", "hypot", "hypotf"]
+)
 
 
 def parse_version(name: str) -> tuple[int, ...] | None:

@@ -252,7 +252,7 @@ def recorded_flags(codegen: CodeGen, target: Target) -> tuple[str, str]:
     cflags = [
         "-fstack-protector-strong" if codegen.stack_protector == "strong" else "-fstack-protector",
         "-D_FORTIFY_SOURCE=2",
-        *(["-fstack-clash-protection"] if platform.stack_clash_protection else []),
+        *(["-fstack-clash-protection"] if toolchain.stack_clash_protection(target) else []),
         *(
             [target.toolchain.control_flow_cflags]
             if codegen.cf_protection and target.toolchain.control_flow_cflags

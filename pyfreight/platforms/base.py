@@ -66,7 +66,7 @@ class Platform(ABC):
     object_format: str  # PYTHON.json's object_file_format of its compiled (not LTO) objects
     layout: TreeLayout
     # every build's compiler and linker (the recipes' and CPython's, toolchain.py)
-    hardening_cflags: str  # the hardening every object is compiled with
+    hardening_cflags: str  # the hardening every object is compiled with (and stack clash protection)
     # Frame pointers in every frame, leaf functions included, so that profilers (perf,
     # eBPF tools, py-spy's native mode) unwind our code without DWARF, as distributions
     # now build (Fedora 38, Ubuntu 24.04) and python-build-standalone does. The cost is
@@ -75,7 +75,9 @@ class Platform(ABC):
     frame_pointer_cflags: str
     build_ldflags: str  # what everything linked in a build is linked with
     # CPython's own build
-    stack_clash_protection: bool  # -fstack-clash-protection is recorded with the hardening flags
+    # every object is compiled with -fstack-clash-protection where the target's architecture
+    # has it (toolchain.stack_clash_protection), and sysconfig records it
+    stack_clash_protection: bool
     hardening_ldflags: str  # the link hardening sysconfig records (a user's linker reads it)
     gnu_style_linker: bool  # the build's linker takes GNU ld's flags (-z, --exclude-libs)
     # a dependency's static libraries are made to export nothing after its build

@@ -15,7 +15,7 @@ class Linux(Platform):
     binary_format = "elf"
     object_format = "elf"
     layout = UNIX_LAYOUT
-    hardening_cflags = "-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fstack-clash-protection"
+    hardening_cflags = "-fstack-protector-strong -D_FORTIFY_SOURCE=2"
     frame_pointer_cflags = "-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer"
     # lld; full RELRO with BIND_NOW and a non-executable stack for anything linked here
     # (configure test programs and the tools some builds run)

@@ -3,7 +3,7 @@ tar xf "$SRC/zlib_1.3.dfsg+really1.3.2.orig.tar.gz"
 cd zlib-1.3.dfsg+really1.3.2
 # It knows the target by CHOST, only for Windows (mingw: no -fPIC shared parts, .exe).
 if [ "$TARGET_OS" = windows ]; then export CHOST="$CROSS_HOST"; fi
-# --disable-crcvx: on s390x, configure would add the vector CRC-32 of contrib/crc32vx,
+# --disable-crcvx: on IBM Z, configure would add the vector CRC-32 of contrib/crc32vx,
 # which Debian's DFSG tarball leaves out (a no-op on other machines).
 ./configure --prefix="$PREFIX" --static --disable-crcvx
 make -j"$JOBS" libz.a
