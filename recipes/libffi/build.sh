@@ -1,5 +1,9 @@
 tar xf "$SRC/libffi_3.5.2.orig.tar.gz"
 cd libffi-3.5.2
+# RISC-V: a float argument or result passes NaN-boxed in a 64-bit register; 3.5.2 boxes
+# it with an asm that clang compiles as a conversion to double, so every float ctypes
+# passed arrived as NaN (CPython's test_ctypes under qemu). Only src/riscv is touched.
+patch -p1 <"$RECIPE_DIR/riscv-float-nan-boxing.patch"
 # A git snapshot: configure is generated here (autoreconf, from the build image).
 ./autogen.sh
 # --disable-docs: the texinfo manual is not shipped (and needs makeinfo).
