@@ -122,6 +122,10 @@ def _ctypes() -> str:
 
     callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(lambda x: x * 2)
     assert callback(21) == 42
+    # Floats travel in registers of their own, each architecture its own way (RISC-V
+    # NaN-boxes a float in a 64-bit register): through libffi both ways, a result each.
+    scale = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float, ctypes.c_double)(lambda f, d: f * d)
+    assert scale(1.5, 4.0) == 6.0, scale(1.5, 4.0)
     buffer = ctypes.create_string_buffer(9)
     ctypes.memmove(buffer, b"pyfreight", 9)  # libc's memmove, through libffi
     assert buffer.raw == b"pyfreight"
@@ -133,7 +137,10 @@ def _ctypes() -> str:
         return "static interpreter: libffi calls and callbacks; no dlopen, pythonapi is None"
     libc = ctypes.CDLL(None)
     assert libc.strlen(b"pyfreight") == 9
-    return "CDLL(None).strlen, libffi calls and callbacks"
+    powf = libc.powf  # the C library's float function, float arguments and result
+    powf.argtypes, powf.restype = [ctypes.c_float, ctypes.c_float], ctypes.c_float
+    assert powf(2.0, 10.0) == 1024.0, powf(2.0, 10.0)
+    return "CDLL(None).strlen and powf, libffi calls and callbacks with ints and floats"
 
 
 # systemd's MemoryDenyWriteExecute is prctl(PR_SET_MDWE) on Linux 6.3 and later: no
