@@ -189,7 +189,7 @@ def vc_runtime_dll(tmp_path_factory) -> bytes:
     from pyfreight.paths import default_workspace
 
     assert WINDOWS.redistributable is not None
-    return vendor_files(WINDOWS.redistributable, default_workspace().downloads)["vcruntime140.dll"]
+    return vendor_files(WINDOWS.redistributable, default_workspace().downloads, "AMD64")["vcruntime140.dll"]
 
 
 def test_a_redistributed_dll_is_judged_by_its_pinned_hash_alone(tmp_path: Path, vc_runtime_dll: bytes):
@@ -216,3 +216,56 @@ def test_a_redistributed_dll_is_judged_by_its_pinned_hash_alone(tmp_path: Path, 
     (tmp_path / "DLLs" / "vcruntime140.dll").write_bytes(vc_runtime_dll)
     _, problems = check_pe_tree(tmp_path, WINDOWS)
     assert any(p.startswith("DLLs/vcruntime140.dll: has a debug directory") for p in problems), problems
+
+
+def _with_machine(image: bytes, machine: int) -> bytes:
+    """The image with its COFF header's machine field changed (after the PE signature the
+    e_lfanew at 0x3c points to), as a copy of another architecture's file would have."""
+    changed = bytearray(image)
+    machine_at = int.from_bytes(image[0x3C:0x40], "little") + 4
+    changed[machine_at : machine_at + 2] = machine.to_bytes(2, "little")
+    return bytes(changed)
+
+
+def test_a_redistributed_dll_of_another_architecture_is_named_by_its_machine(tmp_path: Path, vc_runtime_dll):
+    """A VC runtime for ARM64 beside an x64 python.exe is one line that names the machine,
+    not a hash mismatch that hides why Windows would refuse to load it."""
+    (tmp_path / "vcruntime140.dll").write_bytes(_with_machine(vc_runtime_dll, 0xAA64))
+    _, problems = check_pe_tree(tmp_path, WINDOWS)
+    assert problems == [
+        "vcruntime140.dll: machine ARM64, not AMD64 (x86_64-pc-windows-gnullvm): a vendor's DLL of another "
+        "architecture, which Windows refuses to load; ship the pinned wheel's file"
+    ]
+
+
+def test_the_build_refuses_a_pinned_vendor_dll_of_another_machine(tmp_path: Path):
+    """PyPI's msvc-runtime wheel for win32 holds the x64 runtime (checked for 14.34 to
+    14.51): pinned by hash for a 32-bit target, its vcruntime140.dll is refused with what
+    it is, before any tree holds it."""
+    from pyfreight.cpython.redistributable import vendor_files
+    from pyfreight.errors import PyfreightError
+    from pyfreight.paths import default_workspace
+    from pyfreight.sources.recipes import PypiLocation, Source
+
+    assert WINDOWS.redistributable is not None
+    win32_wheel = Source(
+        file="msvc_runtime-14.44.35112-cp311-cp311-win32.whl",
+        sha256="438a584930820238141162ef9b92bd8099ccca62a67fa0ddef63ed88b8eb4e0d",
+        size=1921504,
+        urls=(),
+        debian=None,
+        pypi=PypiLocation(project="msvc-runtime", version="14.44.35112"),
+    )
+    member = "msvc_runtime-14.44.35112.data/data/Scripts/vcruntime140.dll"
+    mislabelled = replace(
+        WINDOWS.redistributable,
+        wheel=win32_wheel,
+        members={"vcruntime140.dll": member},
+        sha256={"vcruntime140.dll": "d5e4d9a3e835fa679450145d6a7d94e36573a509317111904d9b3712c30d9066"},
+    )
+    with pytest.raises(PyfreightError) as refused:
+        vendor_files(mislabelled, default_workspace().downloads, "I386")
+    assert str(refused.value) == (
+        f"msvc_runtime-14.44.35112-cp311-cp311-win32.whl: {member} is for AMD64, not I386: "
+        "pin a file of the target's machine (targets/*.yaml pe.redistributed)"
+    )

@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 from pyfreight.errors import PyfreightError
+from pyfreight.formats.pe import read_pe
 from pyfreight.logs import say
 from pyfreight.sources.fetch import fetch_source
 from pyfreight.targets import Redistributable
@@ -30,12 +31,21 @@ def _read(wheel: Path, member: str, what: str) -> bytes:
         return zf.read(info)
 
 
-def vendor_files(redistributable: Redistributable, downloads: Path) -> dict[str, bytes]:
-    """File name in the tree -> its bytes, each as pinned."""
+def vendor_files(redistributable: Redistributable, downloads: Path, machine: str) -> dict[str, bytes]:
+    """File name in the tree -> its bytes, each as pinned and each an image for `machine`
+    (a COFF machine name), which the pin alone does not say: PyPI's msvc-runtime wheels
+    for win32 hold x64 DLLs."""
     wheel = fetch_source(redistributable.wheel, downloads, log=say)
     files = {}
     for name, member in sorted(redistributable.members.items()):
         data = _read(wheel, member, name)
+        image = read_pe(data, member)
+        if image is None or image.machine != machine:
+            raise PyfreightError(
+                f"{redistributable.wheel.file}: {member} is "
+                f"{'no PE image' if image is None else 'for ' + image.machine}, not {machine}: "
+                "pin a file of the target's machine (targets/*.yaml pe.redistributed)"
+            )
         found, pinned = hashlib.sha256(data).hexdigest(), redistributable.sha256[name]
         if found != pinned:
             raise PyfreightError(

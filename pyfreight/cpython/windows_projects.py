@@ -542,7 +542,7 @@ def job_inputs(
         BUILD_INFO_FILE: info.encode(),
     }
     if target.pe.redistributable is not None:
-        files |= vendor_files(target.pe.redistributable, downloads)
+        files |= vendor_files(target.pe.redistributable, downloads, target.pe.machine)
     # The toolchain's own compiler variables (toolchain.build_environment) are the
     # build's: the projects' definitions come through the Makefile.
     launchers = target.pe.launchers

@@ -8,7 +8,7 @@ build's files), the interpreter's programs carrying a manifest that names Window
 11 and long paths (formats/manifest.py says why), and the
 interpreter's DLL exporting the C API and nothing of the
 libraries bundled into it. A vendor's DLL the target ships as it is (the Visual C++
-runtime, targets/*.yaml pe.redistributed) is judged by its sha256 alone, and so are
+runtime, targets/*.yaml pe.redistributed) is judged by its machine and sha256 alone, and so are
 pip's script launchers (pe.launchers) and the console scripts made from them, whose
 shebang must name the interpreter relative to the launcher. The facts
 come from formats/pe.py; the Windows checks and validate judge trees by these rules,
@@ -62,12 +62,19 @@ def check_pe_tree(root: Path, target: Target) -> tuple[list[PeFacts], list[str]]
     return facts + redistributed, problems
 
 
-def _redistributed_problem(name: str, data: bytes, target: Target) -> str | None:
-    """A vendor's DLL (targets/*.yaml pe.redistributed) is judged by its hash alone: our
-    rules are for what we link, and its terms allow it unmodified only."""
+def _redistributed_problem(name: str, facts: PeFacts, data: bytes, target: Target) -> str | None:
+    """A vendor's DLL (targets/*.yaml pe.redistributed) is judged by its machine and its
+    hash alone: our rules are for what we link, and its terms allow it unmodified only.
+    The machine is named first: a runtime of another architecture is a mistake of its
+    own (PyPI's msvc-runtime win32 wheels hold x64 DLLs), which a hash alone hides."""
     pinned = target.pe.redistributed.get(name)
     if pinned is None:
         return None
+    if facts.machine != target.pe.machine:
+        return (
+            f"{name}: machine {facts.machine}, not {target.pe.machine} ({target.triple}): a vendor's DLL "
+            "of another architecture, which Windows refuses to load; ship the pinned wheel's file"
+        )
     found = hashlib.sha256(data).hexdigest()
     if found == pinned:
         return None
@@ -139,7 +146,7 @@ def _read_image(path: Path, root: Path, target: Target) -> tuple[PeFacts | None,
         found = image_facts(data, name)
     except (UnreadablePe, untrusted.UntrustedFile) as exc:
         return None, [str(exc)], False
-    vendor = _redistributed_problem(name, data, target) or _launcher_problem(name, data, target)
+    vendor = _redistributed_problem(name, found, data, target) or _launcher_problem(name, data, target)
     by_hash = name in target.pe.redistributed or _is_launcher(name, data, target)
     problems = [f"{name}: {leak}" for leak in build_paths_in(data)] + ([vendor] if vendor else [])
     return found, problems, by_hash
