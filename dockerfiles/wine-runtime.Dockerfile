@@ -1,11 +1,17 @@
 # The runtime image of a Windows target (targets/*.yaml `run: wine`): Debian's Wine,
 # pinned, on the Debian images.yaml names for Wine. Built by `pyfreight images`; BASE is
 # that Debian's image tag, PACKAGES the pinned `package=version` list (apt refuses
-# another version).
+# another version). ARCHITECTURES: the foreign Debian architectures those packages name
+# (`wine32:i386`, Wine's 32-bit side). Their packages come from the suite itself: the
+# mirror's -updates and -security indexes of a foreign architecture can lag their signed
+# Release, and multiarch needs one version of a library for every architecture.
 ARG BASE
 FROM ${BASE}
 ARG PACKAGES
-RUN apt-get update \
+ARG ARCHITECTURES=""
+RUN if [ -n "${ARCHITECTURES}" ]; then sed -i -E '/-(updates|security) /d' /etc/apt/sources.list; fi \
+ && for arch in ${ARCHITECTURES}; do dpkg --add-architecture "$arch"; done \
+ && apt-get update \
  && apt-get install -y --no-install-recommends ${PACKAGES} \
  && apt-get clean && rm -rf /var/lib/apt/lists/*
 

@@ -440,7 +440,9 @@ def _ensure_wine(spec: dict, target: Target, ws: Workspace, tag: str) -> str:
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("context")) as ctx_dir:
         shutil.copy(DOCKERFILES_DIR / WINE_DOCKERFILE, Path(ctx_dir) / "Dockerfile")
         say(f"  docker build (log: {log})")
+        foreign = sorted({name.partition(":")[2] for name in target.wine.packages} - {""})
         command = ["docker", "build", "--build-arg", f"BASE={base}", "--build-arg", f"PACKAGES={packages}"]
+        command += ["--build-arg", f"ARCHITECTURES={' '.join(foreign)}"]
         docker.run_logged([*command, "-t", tag, ctx_dir], log, f"docker build {tag}")
     return tag
 
