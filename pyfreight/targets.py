@@ -102,6 +102,8 @@ class Toolchain:
     # CPython configure's answers for a cross build (cache variables), from the data
     cpython_configure_answers: MappingProxyType[str, str]
     cpython_ldflags: str  # build-only flags of CPython's own links
+    # preprocessor definitions of CPython's own code in a Visual Studio projects build
+    cpython_definitions: tuple[str, ...]
     cross_cc: CrossCompiler | None
     # the build image takes LLVM's builtins and profile runtime of the target's architecture
     foreign_compiler_runtime: bool
@@ -132,6 +134,9 @@ class PeFiles:
     # interpreter ABI ("cp314", "cp314t") -> a PyPI wheel whose extension module MSVC
     # built (it imports the VC runtime): check-install loads it
     msvc_wheels: MappingProxyType[str, Source]
+    # the programs' stack reserve in bytes (every thread's, unless it asks for another);
+    # None: the toolchain's default
+    stack_reserve: int | None = None
     kind: Literal["pe"] = "pe"
 
     @property
@@ -326,7 +331,7 @@ class Target:
     def uname_machine(self) -> str:
         """The machine name the target's uname reports: the last part of its platform tag
         (macosx-MAJOR.MINOR-MACHINE), which sysconfig builds from it."""
-        return self.python_platform_tag.rsplit("-", 1)[1]
+        return self.python_platform_tag.rpartition("-")[2]
 
     @property
     def frameworks(self) -> frozenset[str]:
@@ -366,6 +371,7 @@ def _toolchain(data: dict[str, Any]) -> Toolchain:
         cpython_build=data.get("cpython_build", "configure"),
         cpython_configure_answers=MappingProxyType(dict(data.get("cpython_configure_answers", {}))),
         cpython_ldflags=data.get("cpython_ldflags", ""),
+        cpython_definitions=tuple(data.get("cpython_definitions", ())),
         cross_cc=None if cross is None else CrossCompiler(cross["command"], tuple(cross["debian_packages"])),
         foreign_compiler_runtime=bool(data.get("foreign_compiler_runtime", False)),
         tail_call_interpreter=bool(data.get("tail_call_interpreter", True)),
@@ -386,6 +392,7 @@ def _files(data: dict[str, Any]) -> BinaryFiles:
             msvc_wheels=MappingProxyType(
                 {abi: _wheel_source(w) for abi, w in pe.get("msvc_wheels", {}).items()}
             ),
+            stack_reserve=pe.get("stack_reserve"),
         )
     macho = data["macho"]
     return MachOFiles(

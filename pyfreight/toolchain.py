@@ -133,7 +133,7 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
 
 
 # GNU windres's name of each PE machine (llvm-windres --target).
-WINDRES_TARGETS = {"AMD64": "pe-x86-64", "ARM64": "pe-aarch64-little"}
+WINDRES_TARGETS = {"AMD64": "pe-x86-64", "ARM64": "pe-aarch64-little", "I386": "pe-i386"}
 
 
 def resource_compiler(target: Target) -> str:

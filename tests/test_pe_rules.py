@@ -269,3 +269,13 @@ def test_the_build_refuses_a_pinned_vendor_dll_of_another_machine(tmp_path: Path
         f"msvc_runtime-14.44.35112-cp311-cp311-win32.whl: {member} is for AMD64, not I386: "
         "pin a file of the target's machine (targets/*.yaml pe.redistributed)"
     )
+
+
+def test_a_32_bit_image_is_asked_no_64_bit_aslr():
+    """PE32 has no high-entropy ASLR to ask for: a 32-bit x86 target's image lacking it
+    passes, and the same image lacking ASLR altogether does not."""
+    (i686,) = [t for t in all_targets().values() if t.binary_format == "pe" and t.pe.machine == "I386"]
+    image = replace(GOOD_DLL, machine="I386", flags=frozenset({"dynamic_base", "nx_compat"}))
+    assert pe_problems(image, i686, ALLOWED) == []
+    no_aslr = replace(image, flags=frozenset({"nx_compat"}))
+    assert pe_problems(no_aslr, i686, ALLOWED) == ["lacks security flags: dynamic_base"]

@@ -24,7 +24,7 @@ from pyfreight.sources.fetch import fetch_source
 from pyfreight.targets import all_targets
 from pyfreight.verify.pe_rules import check_pe_tree
 
-WINDOWS = next(t for t in all_targets().values() if t.binary_format == "pe" and t.pe.launchers is not None)
+WINDOWS = next(t for t in all_targets().values() if t.binary_format == "pe" and t.pe.machine == "AMD64")
 LAUNCHERS = WINDOWS.pe.launchers
 INSTALL_PIP = REPO_ROOT / "windows" / "install-pip.py"
 _, VERSIONS = load_versions()

@@ -116,7 +116,19 @@ def test_a_broken_field_is_named(tmp_path):
     assert "libc/ceiling: 'new' does not match" in message and "run: 'maybe'" in message
 
 
+# Values a target's data holds that are words of more than that target, each with what
+# else it names: searched for, they would find the operating system and toolchain.
+SHARED_WORDS = {
+    "win32": "sys.platform of every Windows (and 32-bit x86 Windows' platform tag)",
+    "mingw": "mingw-w64, the headers of every Windows target (and OpenSSL's 32-bit target name)",
+}
+
+
 def _facts(found) -> set[str]:
+    return _own_facts(found) - set(SHARED_WORDS)
+
+
+def _own_facts(found) -> set[str]:
     return {
         found.triple,
         found.toolchain.clang_triple,

@@ -24,7 +24,7 @@ from pyfreight.toolchain import build_environment
 from tests.conftest import make_source, pyfreight_cli, write_recipe
 from tests.make_dry_run import build_of_make
 
-WINDOWS = next(t for t in all_targets().values() if t.run.kind == "wine")
+WINDOWS = next(t for t in all_targets().values() if t.run.kind == "wine" and t.pe.machine == "AMD64")
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -15,7 +15,7 @@ from pyfreight.container import images, zig_sysroot
 from pyfreight.errors import PyfreightError
 from pyfreight.targets import all_targets
 
-WINDOWS = next(t for t in all_targets().values() if t.run.kind == "wine")
+WINDOWS = next(t for t in all_targets().values() if t.run.kind == "wine" and t.pe.machine == "AMD64")
 PATCH = zig_sysroot.patch_files(WINDOWS.toolchain.sysroot)
 
 

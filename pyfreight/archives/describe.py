@@ -31,7 +31,7 @@ CALLED_BY_CORE = frozenset({"_datetime", "_signal", "_tracemalloc", "atexit", "f
 ELF_MAGIC = b"\x7fELF"
 BITCODE_MAGIC = b"BC\xc0\xde"
 # A COFF object starts with its machine, little-endian: what Windows' objects are.
-COFF_MACHINES = {b"\x64\x86": "AMD64", b"\x64\xaa": "ARM64"}
+COFF_MACHINES = {b"\x64\x86": "AMD64", b"\x64\xaa": "ARM64", b"\x4c\x01": "I386"}
 MACHO_MAGIC = b"\xcf\xfa\xed\xfe"  # MH_MAGIC_64, little-endian: a 64-bit Mach-O object
 
 

@@ -51,7 +51,7 @@ PROFILE_RUNTIME = f"{toolchain.PREFIX}/lib/libclang_rt.profile.a"
 WINDOWS_DIR = REPO_ROOT / "windows"
 PROJECTS_FILE = WINDOWS_DIR / "projects.yaml"
 # MSBuild's $(Platform) of each PE machine.
-MSBUILD_PLATFORMS = {"AMD64": "x64", "ARM64": "ARM64"}
+MSBUILD_PLATFORMS = {"AMD64": "x64", "ARM64": "ARM64", "I386": "Win32"}
 # Inside the build container: the unpacked source, and the frozen modules' headers the
 # native _freeze_module writes (windows/build.sh), as the projects' $(GeneratedFrozenModulesDir).
 FROZEN_DIR = f"{toolchain.WORK_DIR}/frozen/"
@@ -361,9 +361,11 @@ def dll_parts(pcbuild: PCBuild, extensions: dict[str, Project]) -> list[DllPart]
     settings = load_settings()
     builtin = tuple(settings["builtin_extensions"]["definitions"])
     static = settings["builtin_extensions"].get("static", {})
-    parts = [(name, pcbuild.project(name), (), False) for name in settings["dll_projects"]]
+    # the target's own (targets/*.yaml toolchain.cpython_definitions), in every part
+    own = pcbuild.target.toolchain.cpython_definitions
+    parts = [(name, pcbuild.project(name), own, False) for name in settings["dll_projects"]]
     parts += [
-        (name, project, (*builtin, *static.get(name, {}).get("definitions", ())), True)
+        (name, project, (*own, *builtin, *static.get(name, {}).get("definitions", ())), True)
         for name, project in extensions.items()
     ]
     return [
@@ -555,7 +557,7 @@ def job_inputs(
         "DISABLE_GIL": "true" if options.freethreaded else "false",
         "OUTPUT_DIR": OUTPUT_DIR,
         "CPYTHON_CFLAGS": code_flags,
-        "CPYTHON_LDFLAGS": PROFILE_RUNTIME if instrumented else "",
+        "CPYTHON_LDFLAGS": PROFILE_RUNTIME if instrumented else _stack_flags(target),
         # a pgo build's merged profile, handed in beside build.sh (cpython/build.py)
         "PGO_PROFILE": PROFILE_INSIDE if options.pgo and not instrumented else "",
         "COMPILER_LLVM": target.toolchain.zig_llvm or "",
@@ -567,6 +569,14 @@ def job_inputs(
         "PIP_INTERPRETER": launchers.interpreter if launchers else "",
     }
     return files, env
+
+
+def _stack_flags(target: Target) -> str:
+    """The linker flag of the target's stack reserve (targets/*.yaml pe.stack_reserve).
+    Not an instrumented interpreter's: its training recurses with larger frames, and
+    CPython's own projects give that build a larger stack too (PGInstrument)."""
+    reserve = target.pe.stack_reserve
+    return f"-Wl,--stack,{reserve}" if reserve else ""
 
 
 def optimization_flags(options: BuildOptions, target: Target, instrumented: bool = False) -> str:

@@ -29,6 +29,8 @@ from pyfreight.targets import Target
 from pyfreight.verify.exports import bundled_exports, missing_c_api
 
 REQUIRED_FLAGS = ("dynamic_base", "high_entropy_va", "nx_compat")
+# A 32-bit image (PE32) has a 32-bit address space: no 64-bit ASLR to ask for.
+THIRTY_TWO_BIT_MACHINES = frozenset({"I386"})
 # The interpreter's DLL, python3XX.dll: it carries the C API (python3.dll forwards to it).
 INTERPRETER_DLL = re.compile(r"^python3\d+\.dll$", re.IGNORECASE)
 # The programs CPython's projects link with its manifest (python.manifest): the
@@ -158,7 +160,10 @@ def pe_problems(facts: PeFacts, target: Target, allowed_imports: set[str]) -> li
     if facts.machine != target.pe.machine:
         problems.append(f"machine {facts.machine}, not {target.pe.machine} ({target.triple})")
     problems += _loading_problems(facts, allowed_imports)
-    missing = [flag for flag in REQUIRED_FLAGS if flag not in facts.flags]
+    required = [
+        f for f in REQUIRED_FLAGS if f != "high_entropy_va" or facts.machine not in THIRTY_TWO_BIT_MACHINES
+    ]
+    missing = [flag for flag in required if flag not in facts.flags]
     if target.toolchain.control_flow_cflags and "guard_cf" not in facts.flags:
         missing.append("guard_cf")
     if missing:
