@@ -9,7 +9,6 @@ stripped archive under Wine; a single-file .exe from `pyfreight embed
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -42,8 +41,9 @@ def archives(request, tmp_path_factory) -> Iterator[tuple[Target, dict[str, Path
         ["make", f"{target.make_name}-noopt"], cwd=REPO, timeout=3 * 3600,
         env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
     )  # fmt: skip
+    # the build fails unless check-install (its test subset included) passed, now or for
+    # the same tree before
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
-    assert re.search(r"^Result: SUCCESS$", made.stdout, re.M), made.stdout[-3000:]
     found = {p.name.rsplit("-", 1)[-1]: p for p in dist.iterdir()}
     assert set(found) == {"full.tar.zst", "install_only.tar.gz", "install_only_stripped.tar.gz"}, found
     yield target, found
