@@ -185,10 +185,24 @@ def test_static_code_needs_the_memory_importer(tmp_path):
     )
 
 
-def test_a_windows_blob_is_assembled_into_a_coff_read_only_section(tmp_path):
+# The names C code of each Windows architecture gives memimport.c's two externs: 32-bit x86
+# alone puts an underscore before every C name (its linker failed on `_pyfreight_blob_end`
+# when the assembly spelled them bare).
+WINDOWS_BLOB_SYMBOLS = [
+    ("x86_64-windows-gnu", b"\x64\x86", ""),
+    ("i686-windows-gnu", b"\x4c\x01", "_"),
+    ("aarch64-windows-gnu", b"\x64\xaa", ""),
+]
+
+
+@pytest.mark.parametrize(
+    "target,machine,prefix", WINDOWS_BLOB_SYMBOLS, ids=[t[0] for t in WINDOWS_BLOB_SYMBOLS]
+)
+def test_a_windows_blob_is_assembled_into_a_coff_read_only_section(tmp_path, target, machine, prefix):
     """The blob's assembly for COFF has none of ELF's directives (the Windows assembler
-    refuses .type and .size) and lands in .rdata; clang assembles it for Windows into an
-    object binutils reads as pe-x86-64, with both symbols defined."""
+    refuses .type and .size) and lands in .rdata; clang assembles it for each Windows
+    architecture into an object of that machine with both symbols defined under the names
+    a C compiler for it gives memimport.c's externs."""
     from pyfreight import memimport
 
     blob = tmp_path / "stdlib.blob"
@@ -196,16 +210,44 @@ def test_a_windows_blob_is_assembled_into_a_coff_read_only_section(tmp_path):
     text = memimport.blob_asm(blob, WINDOWS.blob_assembly())
     assert ".type" not in text and ".size" not in text and "GNU-stack" not in text
     assert '.section .rdata,"dr"' in text
-    assert ".type pyfreight_blob_start, @object" in memimport.blob_asm(blob)  # ELF keeps its own
     clang = f"clang-{toolchain.LLVM}"  # scripts/setup.sh installs it (embed links LTO archives with it)
     source = tmp_path / "blob.S"
     source.write_text(text)
     obj = tmp_path / "blob.o"
-    subprocess.run([clang, "--target=x86_64-windows-gnu", "-c", source, "-o", obj], check=True)
-    assert obj.read_bytes()[:2] == b"\x64\x86"  # a COFF object for AMD64
-    symbols = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
-    assert re.search(r"^0+5a R pyfreight_blob_end$", symbols, re.M), symbols
-    assert re.search(r"^0+ R pyfreight_blob_start$", symbols, re.M), symbols
+    subprocess.run([clang, f"--target={target}", "-c", source, "-o", obj], check=True)
+    assert obj.read_bytes()[:2] == machine
+    # What C code for this target calls the extern, asked of the compiler, not assumed.
+    user = tmp_path / "user.c"
+    user.write_text("extern const unsigned char pyfreight_blob_end[];\nconst void *p = pyfreight_blob_end;\n")
+    user_obj = tmp_path / "user.o"
+    subprocess.run([clang, f"--target={target}", "-c", user, "-o", user_obj], check=True)
+    nm = f"llvm-nm-{toolchain.LLVM}"
+    wanted = subprocess.run(
+        [nm, "-u", "--just-symbol-name", user_obj], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert wanted == [f"{prefix}pyfreight_blob_end"], wanted
+    symbols = subprocess.run([nm, obj], capture_output=True, text=True, check=True).stdout
+    assert re.search(rf"^0+5a R {prefix}pyfreight_blob_end$", symbols, re.M), symbols
+    assert re.search(rf"^0+ R {prefix}pyfreight_blob_start$", symbols, re.M), symbols
+
+
+def test_an_elf_blob_is_typed_and_sized(tmp_path):
+    """ELF keeps its own directives: both symbols typed as objects, the start sized to the
+    blob, in a section of its own, with a non-executable stack note."""
+    from pyfreight import memimport
+
+    blob = tmp_path / "stdlib.blob"
+    blob.write_bytes(b"pyfreight" * 10)
+    source = tmp_path / "blob.S"
+    source.write_text(memimport.blob_asm(blob))
+    obj = tmp_path / "blob.o"
+    subprocess.run(
+        [f"clang-{toolchain.LLVM}", "--target=x86_64-linux-gnu", "-c", source, "-o", obj], check=True
+    )
+    table = subprocess.run(["readelf", "-sSW", obj], capture_output=True, text=True, check=True).stdout
+    assert re.search(r"\b90 OBJECT +GLOBAL +DEFAULT +\d+ pyfreight_blob_start$", table, re.M), table
+    assert re.search(r"OBJECT +GLOBAL +DEFAULT +\d+ pyfreight_blob_end$", table, re.M), table
+    assert ".pyfreight_blob" in table and ".note.GNU-stack" in table
 
 
 def test_asking_the_compiler_its_version_writes_nothing_where_embed_was_started(tmp_path, monkeypatch):

@@ -243,7 +243,7 @@ def test_blob_asm(tmp_path: Path) -> None:
     text = memimport.blob_asm(blob)
     assert f'.incbin "{blob.resolve()}"' in text
     assert ".section .pyfreight_blob" in text and ".note.GNU-stack" in text
-    assert text.index("pyfreight_blob_start:") < text.index(".incbin") < text.index("pyfreight_blob_end:")
+    assert text.index("BLOB_START:") < text.index(".incbin") < text.index("BLOB_END:")
     with pytest.raises(ValueError):
         memimport.blob_asm(tmp_path / 'a"b.blob')
 
