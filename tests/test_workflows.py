@@ -147,19 +147,30 @@ def test_the_macos_workflow_builds_each_target_on_linux_and_runs_it_on_a_mac_of_
 
 
 def test_the_windows_workflow_builds_on_linux_and_runs_the_checks_on_real_windows():
-    """Built by make on Linux (the make goal exists), run on a Windows runner: the checks
-    it copies beside the tree exist, and the facts it hands them name the target's
-    platform tag, the one fact the checks take from the target file."""
+    """Built by make on Linux (each make goal exists and is its target's release build),
+    run on a Windows runner of the target's machine: the checks it copies beside the tree
+    exist, and the facts it hands them name the target's platform tag, the one fact the
+    checks take from the target file. x86_64 builds its default (pgo), Arm64 its lto
+    (nothing here trains it); each Windows target the workflow builds, it also runs."""
     workflow = yaml.safe_load((WORKFLOWS / "windows.yml").read_text())
-    (windows,) = (t for t in all_targets().values() if t.binary_format == "pe" and t.pe.machine == "AMD64")
     build, run = workflow["jobs"]["build"], workflow["jobs"]["run"]
-    assert build["runs-on"].startswith("ubuntu") and run["runs-on"].startswith("windows-")
+    assert build["runs-on"].startswith("ubuntu")
     steps = "\n".join(step.get("run", "") for step in build["steps"])
-    # The build users download by default: the target's first pgo release build.
-    (default,) = [o for o in windows.builds.release if "pgo" in o]
-    assert f"make {windows.make_name}-pgo" in steps
-    made = build_of_make(f"{windows.make_name}-pgo")
-    assert (made.target, str(made.options)) == (windows, default)
+    assert 'make "$GOAL"' in steps and build["env"]["GOAL"] == "${{ matrix.target }}-${{ matrix.option }}"
+    by_make = {t.make_name: t for t in all_targets().values() if t.binary_format == "pe"}
+    built = {entry["target"]: entry["option"] for entry in build["strategy"]["matrix"]["include"]}
+    assert by_make["windows-x86_64"].pe.machine == "AMD64" and built["windows-x86_64"] == "pgo"
+    assert by_make["windows-aarch64"].pe.machine == "ARM64" and built["windows-aarch64"] == "lto"
+    for name, option in built.items():
+        made = build_of_make(f"{name}-{option}")
+        assert made.target == by_make[name] and str(made.options) in made.target.builds.release, name
+    runs = {entry["target"]: entry for entry in run["strategy"]["matrix"]["include"]}
+    assert set(runs) == set(built)
+    runners = {"AMD64": "windows-2025", "ARM64": "windows-11-arm"}
+    for name, entry in runs.items():
+        assert entry["runner"] == runners[by_make[name].pe.machine], name
+        assert entry["platform"] == by_make[name].python_platform_tag, name
+    assert run["runs-on"] == "${{ matrix.runner }}"
     script = "\n".join(step.get("run", "") for step in run["steps"])
     (copied,) = re.findall(r"cp pyfreight/in_container/\{([^}]+)\}\.py", script)
     for name in [*copied.split(","), "tls"]:
@@ -169,6 +180,6 @@ def test_the_windows_workflow_builds_on_linux_and_runs_the_checks_on_real_window
 
     needed = (wine.CHECK_SCRIPT, wine.SHARED_CHECKS_MODULE, wine.BYTECODE_MODULE)
     assert {m.stem for m in (*needed, wine.CHECK_WHEEL_MODULE)} <= set(copied.split(",")), copied
-    assert f'\\"platform\\": \\"{windows.python_platform_tag}\\"' in script
+    assert '\\"platform\\": \\"$PLATFORM\\"' in script and run["env"]["PLATFORM"] == "${{ matrix.platform }}"
     for scripted in ("Scripts/pip.exe", "-m test", "numpy", 'uv.exe" venv'):
         assert scripted in script, scripted

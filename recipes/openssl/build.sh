@@ -16,7 +16,10 @@ if [ "$TARGET_OS" = linux ]; then
     exit 1
   fi
 fi
-./Configure "$OPENSSL_TARGET" no-shared no-module no-tests no-docs \
+# $OPENSSL_OPTIONS (optional): the target's own further Configure options, for a target
+# OpenSSL names by a near relative (targets/*.yaml, recipe_env).
+read -ra target_options <<<"${OPENSSL_OPTIONS:-}"
+./Configure "$OPENSSL_TARGET" "${target_options[@]}" no-shared no-module no-tests no-docs \
   --prefix="$PREFIX" --libdir=lib
 # OpenSSL records its compile line in the library (`openssl version -f`); that line
 # names our build folders (--sysroot, -I$PREFIX/include), so record the target alone.
