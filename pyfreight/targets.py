@@ -216,6 +216,11 @@ class RunsUnderWine:
 
     packages: MappingProxyType[str, str]
     limits: MappingProxyType[str, str]  # check-install checks that Wine cannot pass -> why
+    # Wine of the target's own architecture (Debian's, for debian_architecture), run here
+    # through this binfmt_misc emulator, told this CPU: Wine runs a PE of its host's
+    # machine only. None: this machine's own Wine.
+    emulator: str | None = None
+    cpu: str | None = None
     kind: Literal["wine"] = "wine"
 
 
@@ -306,7 +311,7 @@ class Target:
     @property
     def emulator_env(self) -> dict[str, str]:
         """The environment of the target's programs on this machine: the emulator's CPU."""
-        if isinstance(self.run, RunsEmulated) and self.run.cpu:
+        if isinstance(self.run, RunsEmulated | RunsUnderWine) and self.run.cpu:
             return {"QEMU_CPU": self.run.cpu}
         return {}
 
@@ -429,6 +434,8 @@ def _running(data: str | dict[str, Any]) -> Running:
         return RunsUnderWine(
             packages=MappingProxyType(dict(wine["packages"])),
             limits=MappingProxyType(dict(wine.get("limits") or {})),
+            emulator=wine.get("emulator"),
+            cpu=wine.get("cpu"),
         )
     return RunsNowhereHere(reason=data["unavailable"])
 
@@ -537,7 +544,12 @@ def build_machine_target() -> Target:
 
 def emulators() -> list[str]:
     """The binfmt_misc emulators the targets need (scripts/ensure-emulators.sh)."""
-    return sorted({t.run.emulator for t in all_targets().values() if isinstance(t.run, RunsEmulated)})
+    return sorted({e for t in all_targets().values() if (e := emulator_of(t)) is not None})
+
+
+def emulator_of(target: Target) -> str | None:
+    """The binfmt_misc emulator the target's programs (or the Wine that runs them) need here."""
+    return target.run.emulator if isinstance(target.run, RunsEmulated | RunsUnderWine) else None
 
 
 def cross_compilers() -> list[str]:

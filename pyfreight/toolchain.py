@@ -87,12 +87,13 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
     # BUILD_CFLAGS: what a build compiles its own tools here with (ncurses' make_hash),
     # which would otherwise be the target's CFLAGS, whose control-flow flags (aarch64's
     # -mbranch-protection) clang 22 refuses for this machine.
+    # (A Wine of the target's own architecture, run through an emulator, runs nothing
+    # during builds either: its emulator's CPU is for check-install's containers.)
     emulation = (
-        {"QEMU_LD_PREFIX": SYSROOT, "CROSS_HOST": clang_triple, "BUILD_CFLAGS": "-O2"}
+        {"QEMU_LD_PREFIX": SYSROOT, "CROSS_HOST": clang_triple, "BUILD_CFLAGS": "-O2", **target.emulator_env}
         if target.emulated
         else {}
     )
-    emulation |= target.emulator_env
     if target.toolchain.zig is not None:
         emulation["ZIG_GLOBAL_CACHE_DIR"] = ZIG_CACHE
     if platform_of(target).resource_compiler:  # Windows resources (.rc), with the sysroot's headers

@@ -7,6 +7,8 @@ import dataclasses
 import os
 from types import MappingProxyType
 
+import pytest
+
 from pyfreight.container import images
 from pyfreight.targets import Target, default_target
 
@@ -53,3 +55,44 @@ def test_each_target_has_its_own_build_and_runtime_images():
     other = dataclasses.replace(target, debian_architecture="arm64")
     assert images.build_tag(spec, other) != images.build_tag(spec, target)
     assert images.unix_runtime_tag(spec, other) != images.unix_runtime_tag(spec, target)
+
+
+def test_a_wine_of_the_targets_own_architecture_runs_in_an_image_of_that_architecture(monkeypatch, tmp_path):
+    """Windows on Arm runs under Debian's arm64 Wine through qemu-user: its Wine image is
+    debootstrapped for arm64 and starts every container with the emulator's CPU, and is
+    refused in one line where binfmt_misc lacks the emulator. The x86 Windows targets keep
+    this machine's Wine on the shared base image."""
+    from pyfreight.errors import PyfreightError
+    from pyfreight.paths import Workspace
+    from pyfreight.targets import all_targets, emulators
+
+    spec, targets = images.load_spec(), all_targets()
+    arm, x64 = targets["aarch64-pc-windows-gnullvm"], targets["x86_64-pc-windows-gnullvm"]
+    assert (arm.wine.emulator, arm.debian_architecture) == ("qemu-aarch64", "arm64")
+    assert x64.wine.emulator is None and x64.emulator_env == {}
+    assert "qemu-aarch64" in emulators()  # scripts/ensure-emulators.sh registers it
+    made: list[tuple] = []
+
+    def rootfs(tag, base, ws, mirrors, architecture=None, env=None):
+        made.append((tag, base["suite"], architecture, env))
+        raise SystemExit  # what was asked for is all this test reads
+
+    monkeypatch.setattr(images, "_ensure_rootfs_image", rootfs)
+    monkeypatch.setattr(images, "find_debian_mirrors", lambda: None)
+    monkeypatch.setattr(images, "emulator_registered", lambda name: True)
+    ws = Workspace(tmp_path)
+    for target in (arm, x64):
+        with pytest.raises(SystemExit):
+            images._ensure_wine(spec, target, ws, "t")
+    (arm_base, arm_suite, arm_arch, arm_env), (x64_base, x64_suite, x64_arch, x64_env) = made
+    assert (arm_suite, arm_arch, arm_env) == (spec["wine"]["suite"], "arm64", {"QEMU_CPU": arm.wine.cpu})
+    assert (x64_base, x64_suite, x64_arch, x64_env) == (
+        images.base_tag(spec, "wine"),
+        spec["wine"]["suite"],
+        None,
+        {},
+    )
+    assert arm_base != x64_base
+    monkeypatch.setattr(images, "emulator_registered", lambda name: False)
+    with pytest.raises(PyfreightError, match=r"qemu-aarch64, which binfmt_misc does not have .*make setup"):
+        images._ensure_wine(spec, arm, ws, "t")

@@ -38,7 +38,7 @@ from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import DOCKERFILES_DIR, Workspace
 from pyfreight.sources.mirrors import DebianMirrors, find_debian_mirrors
-from pyfreight.targets import RunsEmulated, Target
+from pyfreight.targets import RunsEmulated, Target, emulator_of
 
 SPEC_FILE = DOCKERFILES_DIR / "images.yaml"
 WINE_DOCKERFILE = "wine-runtime.Dockerfile"
@@ -90,8 +90,17 @@ def build_tag(spec: dict, target: Target, with_libc: bool = True) -> str:
 def wine_runtime_tag(spec: dict, target: Target) -> str:
     """The runtime image of a target whose programs run under Wine (runners/wine.py)."""
     dockerfile = (DOCKERFILES_DIR / WINE_DOCKERFILE).read_text()
-    parts = ("wine", base_tag(spec, "wine"), dict(target.wine.packages), dockerfile)
+    parts = ("wine", _wine_base_tag(spec, target), dict(target.wine.packages), dockerfile)
     return f"pyfreight-runtime:{_digest(*parts)}"
+
+
+def _wine_base_tag(spec: dict, target: Target) -> str:
+    """The Debian Wine is installed on: this machine's architecture, or for a Wine of
+    the target's own (run through its emulator), that architecture's, whose containers
+    start with the emulator's CPU."""
+    if target.wine.emulator is None:
+        return base_tag(spec, "wine")
+    return f"pyfreight-wine:{_digest('wine', spec['wine'], target.debian_architecture, target.emulator_env)}"
 
 
 def unix_runtime_tag(spec: dict, target: Target) -> str:
@@ -376,10 +385,10 @@ def _ensure_build(
 
 def require_emulator(target: Target) -> None:
     """Stops unless this machine can run `target`'s programs."""
-    run = target.run
-    if isinstance(run, RunsEmulated) and not emulator_registered(run.emulator):
+    emulator = emulator_of(target)
+    if emulator is not None and not emulator_registered(emulator):
         raise PyfreightError(
-            f"{target.triple} runs through {run.emulator}, which binfmt_misc does not have "
+            f"{target.triple} runs through {emulator}, which binfmt_misc does not have "
             f"registered here; run `make setup` as root (scripts/ensure-emulators.sh)"
         )
 
@@ -432,7 +441,11 @@ def ensure_wine_runtime(ws: Workspace, target: Target) -> str:
 def _ensure_wine(spec: dict, target: Target, ws: Workspace, tag: str) -> str:
     """The Wine runtime image: the pinned Wine packages installed on the Debian that
     images.yaml names for Wine."""
-    base = _ensure_rootfs_image(base_tag(spec, "wine"), spec["wine"], ws, find_debian_mirrors())
+    require_emulator(target)
+    architecture = None if target.wine.emulator is None else target.debian_architecture
+    base_image = _wine_base_tag(spec, target)
+    env = target.emulator_env
+    base = _ensure_rootfs_image(base_image, spec["wine"], ws, find_debian_mirrors(), architecture, env)
     say(f"image {tag}: building (Wine for {target.triple})")
     log = ws.logs / f"image-{tag.replace(':', '-')}.log"
     packages = " ".join(f"{name}={version}" for name, version in sorted(target.wine.packages.items()))
