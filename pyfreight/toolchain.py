@@ -133,8 +133,11 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
     }
 
 
-# GNU windres's name of each PE machine (llvm-windres --target).
-WINDRES_TARGETS = {"AMD64": "pe-x86-64", "ARM64": "pe-aarch64-little", "I386": "pe-i386"}
+# llvm-windres's --target of each PE machine: GNU windres's name where llvm-windres maps
+# it to a triple (pe-x86-64, pe-i386), else the triple itself: it hands any other name to
+# its preprocessor unchanged, and clang knows no "pe-aarch64-little" (the headers then
+# see no machine: "_mingw.h: Only Win32 target is supported!").
+WINDRES_TARGETS = {"AMD64": "pe-x86-64", "ARM64": "aarch64-w64-mingw32", "I386": "pe-i386"}
 
 
 def resource_compiler(target: Target) -> str:
