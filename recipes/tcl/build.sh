@@ -4,7 +4,11 @@ if [ "$TARGET_OS" = windows ]; then
   # ZLIB_OBJS empty and our zlib's headers: Tcl's copy of zlib (compat/zlib) is not
   # compiled in, so the interpreter holds one zlib, the one the SBOM names.
   cd tcl8.6.18/win
-  ./configure --host="$CROSS_HOST" --prefix="$PREFIX" --disable-shared --enable-threads --enable-64bit
+  # $TCL_ENABLE_64BIT (optional, targets/*.yaml recipe_env): the machine Tcl's configure
+  # takes as --enable-64bit's value where "yes" (x86_64) is not it; it leaves out
+  # Tcl's x86 CPUID code for arm64.
+  ./configure --host="$CROSS_HOST" --prefix="$PREFIX" --disable-shared --enable-threads \
+    --enable-64bit="${TCL_ENABLE_64BIT:-yes}"
   # tcl::pkgconfig's folders (CFG_INSTALL_*, CFG_RUNTIME_*) would be this build's
   # prefix: recorded as none ("").
   unrecorded=(LIB_INSTALL_DIR_NATIVE= BIN_INSTALL_DIR_NATIVE= SCRIPT_INSTALL_DIR_NATIVE= INCLUDE_INSTALL_DIR_NATIVE=

@@ -4,8 +4,9 @@ if [ "$TARGET_OS" = windows ]; then
   # build folder is gone: the installed headers stand in for Tcl's sources). tk.res.o
   # holds Tk's cursors and icons, which whatever links Tk statically links too.
   cd tk8.6.18/win
-  ./configure --host="$CROSS_HOST" --prefix="$PREFIX" --disable-shared --enable-threads --enable-64bit \
-    --with-tcl="$PREFIX/lib"
+  # --enable-64bit: as for Tcl (recipes/tcl).
+  ./configure --host="$CROSS_HOST" --prefix="$PREFIX" --disable-shared --enable-threads \
+    --enable-64bit="${TCL_ENABLE_64BIT:-yes}" --with-tcl="$PREFIX/lib"
   make -j"$JOBS" TCL_GENERIC_DIR="$PREFIX/include" libtk86.a libtkstub86.a tk.res.o
   install -m 0644 libtk86.a libtkstub86.a tk.res.o "$PREFIX/lib/"
   make install-libraries
