@@ -133,18 +133,15 @@ def build_environment(target: Target, jobs: int, source_date_epoch: int) -> dict
     }
 
 
-# llvm-windres's --target of each PE machine: GNU windres's name where llvm-windres maps
-# it to a triple (pe-x86-64, pe-i386), else the triple itself: it hands any other name to
-# its preprocessor unchanged, and clang knows no "pe-aarch64-little" (the headers then
-# see no machine: "_mingw.h: Only Win32 target is supported!").
-WINDRES_TARGETS = {"AMD64": "pe-x86-64", "ARM64": "aarch64-w64-mingw32", "I386": "pe-i386"}
-
-
 def resource_compiler(target: Target) -> str:
     """$RC and $WINDRES of a PE target: LLVM's windres for its machine, preprocessing
-    with the sysroot's mingw-w64 headers (winresrc.h, winver.h)."""
+    with the sysroot's mingw-w64 headers (winresrc.h, winver.h). Its --target is the
+    mingw triple the target's configure scripts take as --host (recipe_env CROSS_HOST):
+    llvm-windres maps GNU windres' names of x86 machines (pe-x86-64) to such a triple, and
+    hands any other name to its preprocessor unchanged (clang knows no pe-aarch64-little,
+    and mingw-w64's headers, seeing no machine, stop: "Only Win32 target is supported!")."""
     headers = f"{SYSROOT}/zig/lib/libc/include/any-windows-any"
-    return f"llvm-windres-{LLVM} --target={WINDRES_TARGETS[target.pe.machine]} --preprocessor-arg=-I{headers}"
+    return f"llvm-windres-{LLVM} --target={target.recipe_env['CROSS_HOST']} --preprocessor-arg=-I{headers}"
 
 
 def compiler_runtime_package(target: Target, pinned_packages: str) -> str:

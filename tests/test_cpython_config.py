@@ -185,6 +185,23 @@ def test_wine_runs_skip_wines_failures_and_start_through_the_harness_script():
         assert pattern not in wine
 
 
+def test_a_wine_run_through_an_emulator_also_skips_what_fails_only_there():
+    """Windows on Arm runs under arm64 Wine through qemu-user: its runs skip Wine's cases
+    and those that fail only under an emulated Wine (ignore_emulated_wine); x86_64's Wine
+    runs the latter, and no Linux run skips them."""
+    from pyfreight.runners.cpython_tests import load_test_suite, test_suite_command
+
+    suite, targets = load_test_suite(), all_targets()
+    arm = test_suite_command("python.exe", "subset", runner_for(targets["aarch64-pc-windows-gnullvm"]))
+    x64 = test_suite_command("python.exe", "subset", runner_for(targets["x86_64-pc-windows-gnullvm"]))
+    emulated_linux = test_suite_command("python3", "subset", _runner_of("emulator"))
+    assert suite["ignore_emulated_wine"]
+    for pattern in suite["ignore_emulated_wine"]:
+        assert pattern in arm and pattern not in x64 and pattern not in emulated_linux
+    for pattern in suite["ignore_wine"]:
+        assert pattern in arm and pattern in x64
+
+
 def test_cases_our_build_for_an_os_lacks_are_skipped_for_its_targets_only():
     from pyfreight.runners.cpython_tests import load_test_suite, test_suite_command
 

@@ -28,7 +28,11 @@ def load_test_suite(path: Path = TEST_SUITE_FILE) -> dict[str, Any]:
 
 # The ignore list of cpython/test-suite.yaml for the cases that fail only because of
 # how a target's programs run here (targets/*.yaml `run`).
-RUNNER_IGNORES = {"emulator": "ignore_emulated", "wine": "ignore_wine"}
+RUNNER_IGNORES = {
+    "emulator": ("ignore_emulated",),
+    "wine": ("ignore_wine",),
+    "emulated-wine": ("ignore_wine", "ignore_emulated_wine"),
+}
 
 
 def test_suite_command(
@@ -64,7 +68,9 @@ def test_suite_command(
     present = [t for t in sorted(data["subset"]) if (has_test is None or has_test(t)) and t not in excluded]
     args = [python, *launcher, *(["-j", str(workers)] if workers else []), "--timeout", str(timeout)]
     args += ["--rerun"] if rerun else []
-    ignored = data["ignore"] | data.get(RUNNER_IGNORES.get(runner_name, ""), {})
+    ignored = dict(data["ignore"])
+    for section in RUNNER_IGNORES.get(runner_name, ()):
+        ignored |= data.get(section, {})
     ignored |= data.get("ignore_libc", {}).get(libc, {})
     ignored |= data.get("ignore_os", {}).get(os_name, {})
     ignored |= data.get("ignore_static", {}) if static else {}

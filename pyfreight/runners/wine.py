@@ -244,6 +244,10 @@ class WineRunner(Runner):
     def runtime_tag(self, spec: dict) -> str:
         return wine_runtime_tag(spec, self.target)
 
+    def tests_runner_name(self) -> str:
+        # A Wine of the target's own architecture, through an emulator, fails cases of its own
+        return "wine" if self.target.wine.emulator is None else "emulated-wine"
+
     def runtime_image(self, ws: Workspace) -> str:
         return ensure_wine_runtime(ws, self.target)
 

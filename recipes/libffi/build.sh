@@ -7,7 +7,7 @@ patch -p1 <"$RECIPE_DIR/riscv-float-nan-boxing.patch"
 # Arm64 Windows: closures flush the instruction cache with Windows' own call; 3.5.2 asks
 # clang (which says it is GNU C) for __clear_cache, which no UCRT runtime has. Only the
 # _WIN32 branch of src/aarch64 is touched.
-patch -p1 <"$RECIPE_DIR/windows-arm64-flush-icache.patch"
+patch -p1 <"$RECIPE_DIR/windows-flush-icache.patch"
 # A git snapshot: configure is generated here (autoreconf, from the build image).
 ./autogen.sh
 # --disable-docs: the texinfo manual is not shipped (and needs makeinfo).

@@ -6,7 +6,7 @@ if [ "$TARGET_OS" = windows ]; then
   cd tcl8.6.18/win
   # $TCL_ENABLE_64BIT (optional, targets/*.yaml recipe_env): the machine Tcl's configure
   # takes as --enable-64bit's value where "yes" (x86_64) is not it; it leaves out
-  # Tcl's x86 CPUID code for arm64.
+  # Tcl's x86 CPUID code for another machine.
   ./configure --host="$CROSS_HOST" --prefix="$PREFIX" --disable-shared --enable-threads \
     --enable-64bit="${TCL_ENABLE_64BIT:-yes}"
   # tcl::pkgconfig's folders (CFG_INSTALL_*, CFG_RUNTIME_*) would be this build's
