@@ -96,3 +96,21 @@ def test_a_wine_of_the_targets_own_architecture_runs_in_an_image_of_that_archite
     monkeypatch.setattr(images, "emulator_registered", lambda name: False)
     with pytest.raises(PyfreightError, match=r"qemu-aarch64, which binfmt_misc does not have .*make setup"):
         images._ensure_wine(spec, arm, ws, "t")
+
+
+def test_what_an_archive_records_of_its_build_image_is_only_what_the_image_pins():
+    """Two images of one tag, debootstrapped on different days, differ in Debian's base
+    packages (a security update to libc6 or tzdata) but not in the pinned toolchain: the
+    manifest the SBOM hashes must be the same for both, and must change with a pin."""
+    from pyfreight.container.images import DOCKERFILES_DIR
+
+    pins = (DOCKERFILES_DIR / images.load_spec()["build"]["packages"]).read_text()
+    pinned = [line.strip() for line in pins.splitlines() if line.strip() and not line.startswith("#")]
+    assert "clang-22=1:22.1.8-1~deb12u1" in pinned
+    monday = sorted([*pinned, "libc6=2.36-9+deb12u10", "tzdata=2025b-0+deb12u1"])
+    tuesday = sorted([*pinned, "libc6=2.36-9+deb12u13", "tzdata=2025b-0+deb12u2", "adduser=3.134"])
+    kept = images.pinned_manifest("".join(f"{line}\n" for line in monday))
+    assert kept == images.pinned_manifest("".join(f"{line}\n" for line in tuesday))
+    assert kept.splitlines() == sorted(pinned)
+    repinned = [line.replace("1:22.1.8-1~deb12u1", "1:22.1.9-1~deb12u1") for line in monday]
+    assert images.pinned_manifest("".join(f"{line}\n" for line in repinned)) != kept

@@ -6,9 +6,10 @@ One component per bundled library and one for CPython itself, each with its vers
 SPDX license expression, purl, and its source archive (upstream URL and sha256) as a
 "source-distribution" reference; the dependency relations come from the recipes and
 from which libraries CPython's modules link. The build image is named as the tool
-that built everything, by its content-hash tag and the sha256 of its package
-manifest (not the docker image id, which differs between machines for the same
-contents), so the SBOM is as reproducible as the rest of the archive."""
+that built everything, by its content-hash tag and the sha256 of the manifest of its
+pinned packages (not the docker image id, nor the whole package list, which differ
+between machines and days for the same tag), so the SBOM is as reproducible as the rest
+of the archive."""
 
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ def make_sbom(
                         "type": "platform",
                         "name": image_tag.split(":")[0],
                         "version": image_tag.split(":")[1],
-                        "description": "build image (pinned toolchain); hash: its package manifest",
+                        "description": "build image (pinned toolchain); hash: its pinned packages' manifest",
                         "hashes": [{"alg": "SHA-256", "content": manifest_sha}],
                     },
                 ]

@@ -419,7 +419,7 @@ def _sbom(
             recipes=bundled,
             linked_by_cpython=linked,
             image_tag=image.tag,
-            image_manifest=image.manifest.read_text(),
+            image_manifest=images.pinned_manifest(image.manifest.read_text()),
             epoch=epoch,
             redistributed=build.spec.target.redistributable,
         )

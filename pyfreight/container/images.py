@@ -401,6 +401,18 @@ def emulator_registered(emulator: str) -> bool:
         return False
 
 
+def pinned_manifest(manifest: str) -> str:
+    """The lines of a build image's package manifest that name a package the image pins
+    (dockerfiles/build-packages.txt): its toolchain. The rest is Debian's base system as
+    debootstrap found it on the day the image was made, which differs between machines
+    and days for the same tag; what an archive records of its image (the SBOM) must not
+    change with it, or no archive would reproduce a day later."""
+    pins = (DOCKERFILES_DIR / load_spec()["build"]["packages"]).read_text().splitlines()
+    pinned = {line.partition("=")[0].strip() for line in pins if "=" in line and not line.startswith("#")}
+    kept = [line for line in manifest.splitlines(keepends=True) if line.partition("=")[0] in pinned]
+    return "".join(kept)
+
+
 def _write_manifest(tag: str, ws: Workspace) -> Path:
     path = ws.images / f"{tag.replace(':', '-')}.manifest.txt"
     if not path.exists():
