@@ -91,11 +91,6 @@ def test_the_archives_validate_and_a_vc_runtime_of_another_machine_is_named(arch
     ], problems
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="validate takes the tree's target from python.exe's machine (target_of_tree): a python.exe "
-    "of AMD64 makes it judge the tree as x86_64's, and every other PE file fails (16 lines for Arm64)",
-)
 def test_a_python_exe_of_another_machine_fails_validate_in_one_line(archives, tmp_path):
     target, found = archives
     problems = _validate_a_copy_with(found, tmp_path, "python.exe", OTHER_MACHINE[target.pe.machine])

@@ -705,6 +705,25 @@ def test_files_named_like_images_must_be_images_of_the_target(images: Images, tm
         target_of_tree(root)
 
 
+def test_a_tree_is_judged_by_the_machine_most_of_its_images_share(tmp_path: Path):
+    """One python.exe of another machine is that file's problem, in one line: the tree
+    is judged for the machine its DLLs share, not for python.exe's, which would fail
+    every other file. Evenly split, python.exe's machine decides; a DLL that does not
+    parse has no vote (the rules name it)."""
+    arm, amd, i386 = 0xAA64, 0x8664, 0x014C
+    files = {"python3.dll": synthetic(machine=arm), "python314.dll": synthetic(machine=arm)}
+    files |= {"vcruntime140.dll": synthetic(machine=arm), "bad.dll": b"MZ broken", "notes.exe.txt": b""}
+    root = tree(tmp_path / "one-off", {**files, "python.exe": synthetic(machine=amd, characteristics=0x22)})
+    assert target_of_tree(root).triple == "aarch64-pc-windows-gnullvm"
+    problems = check_pe_tree(root, target_of_tree(root))[1]
+    assert [p for p in problems if "machine" in p] == [
+        "python.exe: machine AMD64, not ARM64 (aarch64-pc-windows-gnullvm)"
+    ]
+    split = {"python.exe": synthetic(machine=i386, pe32=True, characteristics=0x22)}
+    split |= {"python3.dll": synthetic(machine=amd), "python314.dll": synthetic(machine=i386, pe32=True)}
+    assert target_of_tree(tree(tmp_path / "split", split)).triple == "i686-pc-windows-gnullvm"
+
+
 def test_a_file_too_large_or_not_regular_is_a_problem_not_an_exception(tmp_path: Path):
     big = tmp_path / "big.dll"
     with big.open("wb") as handle:  # sparse: no disk is used

@@ -32,6 +32,7 @@ from __future__ import annotations
 import bisect
 import codecs
 import struct
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -740,14 +741,26 @@ def _sections(data: bytes, header: _FileHeader, optional: _OptionalHeader) -> li
 
 
 def pe_target(executable: Path, tree: Path) -> Target:
-    """The target of a Windows interpreter (python.exe, inside `tree`), from its PE
-    machine. Anything else named so (a folder, a link, a file that is no PE image)
-    raises, in one line."""
+    """The target of a Windows interpreter (python.exe, inside `tree`), from the PE
+    machine most images beside it share (python.exe, python3XX.dll, the VC runtime, ...),
+    python.exe's where they are evenly split: one file of another machine is then that
+    file's problem, reported by the rules in one line, not the tree's (judged for the
+    wrong target, every other file would fail). A python.exe that is no PE image (a
+    folder, a link, another format) raises, in one line."""
     # Raises, naming it, for all but a regular file of a bounded size holding a PE image.
-    facts = pe_image(executable, tree)
-    found = [
-        t for t in all_targets().values() if isinstance(t.files, PeFiles) and t.files.machine == facts.machine
-    ]
+    machine = pe_image(executable, tree).machine
+    votes = Counter([machine])
+    for path in sorted(executable.parent.iterdir()):
+        if path == executable or path.suffix.lower() not in (".exe", ".dll"):
+            continue
+        try:
+            facts = pe_facts(path, tree)
+        except PyfreightError:
+            continue  # the rules name it
+        if facts is not None:
+            votes[facts.machine] += 1
+    machine = max(votes, key=lambda m: (votes[m], m == machine))
+    found = [t for t in all_targets().values() if isinstance(t.files, PeFiles) and t.files.machine == machine]
     if not found:
-        raise PyfreightError(f"{executable}: no target in targets/ builds {facts.machine} PE files")
+        raise PyfreightError(f"{executable}: no target in targets/ builds {machine} PE files")
     return found[0]
