@@ -149,6 +149,18 @@ def test_bitcode_linked_by_a_named_compiler_keeps_the_archives_os_and_format(tmp
     assert toolchain.object_format == f"llvm-bitcode:{LLVM}" and toolchain.bitcode_llvm == LLVM
 
 
+def test_windows_objects_are_read_with_llvm_and_linked_with_the_pinned_compilers_names(tmp_path):
+    """COFF objects of every Windows machine are read with llvm-nm (binutils' nm knows
+    no ARM64 COFF: "file format not recognized"), and the pinned zig's names of
+    Windows' import libraries (pathcch: mingw-w64 spells it otherwise) reach the link."""
+    from pyfreight.embed.zig import PinnedCompiler
+
+    pinned = PinnedCompiler(command=("cc",), library_names={"pathcch": "api-ms-win-core-path-l1-1-0"})
+    toolchain = find_toolchain("coff", None, tmp_path, pinned=pinned, platform=WINDOWS)
+    assert Path(toolchain.nm).name == f"llvm-nm-{LLVM}" and Path(toolchain.ar).name == f"llvm-ar-{LLVM}"
+    assert toolchain.library_names == {"pathcch": "api-ms-win-core-path-l1-1-0"}
+
+
 def test_elf_archives_use_the_given_compiler(tmp_path):
     toolchain = find_toolchain("elf", "gcc -O1", tmp_path)
     assert toolchain.cc == ("gcc", "-O1") and toolchain.bitcode_llvm is None

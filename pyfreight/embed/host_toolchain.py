@@ -125,7 +125,7 @@ def find_toolchain(
         )
         if not ar or not nm:
             raise PyfreightError(
-                f"no llvm-ar or llvm-nm found to read Mach-O objects: install llvm-{LLVM} "
+                f"no llvm-ar or llvm-nm found to read {object_file_format} objects: install llvm-{LLVM} "
                 f"(Debian: apt-get install llvm-{LLVM}), or Xcode's command line tools on a Mac"
             )
         return HostToolchain(
@@ -137,6 +137,7 @@ def find_toolchain(
             object_format=object_file_format,
             platform=platform,
             env=env,
+            library_names=dict(pinned.library_names) if pinned is not None and use_pinned else {},
         )
     if major is None:
         ar, nm = shutil.which("ar"), shutil.which("nm")

@@ -59,7 +59,8 @@ class Windows(Platform):
     resource_compiler = True
     interpreter_in_dll = True  # python.exe loads python3XX.dll; packers link its objects
     shared_libpython = False  # python3XX.dll is Windows' libpython
-    llvm_binutils = False
+    # binutils' nm knows the x86 COFF machines only; LLVM's reads every one (Arm64 too).
+    llvm_binutils = True
     archiver_flags = ()
     thread_flags = ()
 
