@@ -37,9 +37,10 @@ deps: setup
 	$(PYFREIGHT) deps $(target_flag) $(ARGS)
 
 # The test tiers (tests/tiers.py): `test` is CI's (.ci/run), `test-all` every test,
-# `test-part PART=NAME` one part of test-all (a GitHub job each).
+# `test-part PART=NAME` one part of test-all (a GitHub job each). `test` lists its 25
+# slowest steps at the end: its budget on a fresh 2-core machine is 35 minutes.
 test: lint
-	.venv/bin/pytest -ra --tier ci $(ARGS)
+	.venv/bin/pytest -ra --durations=25 --tier ci $(ARGS)
 
 test-all: lint
 	.venv/bin/pytest -ra --tier all $(ARGS)

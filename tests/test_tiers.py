@@ -71,7 +71,7 @@ def test_make_runs_each_tier_with_its_selection():
         dry = subprocess.run(
             ["make", "-n", *goal.split()], cwd=REPO, capture_output=True, text=True, check=True
         )
-        assert re.search(rf"pytest -ra {words}\b", dry.stdout), dry.stdout
+        assert re.search(rf"pytest -ra( --durations=\d+)? {words}\b", dry.stdout), dry.stdout
     refused = subprocess.run(["make", "test-part"], cwd=REPO, capture_output=True, text=True)
     assert refused.returncode != 0 and "make test-part PART=NAME" in refused.stderr, refused.stderr
 
