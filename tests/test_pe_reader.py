@@ -719,6 +719,14 @@ def test_a_tree_is_judged_by_the_machine_most_of_its_images_share(tmp_path: Path
     assert [p for p in problems if "machine" in p] == [
         "python.exe: machine AMD64, not ARM64 (aarch64-pc-windows-gnullvm)"
     ]
+    # i686's python.exe with its machine field made AMD64: a PE32 image without 64-bit
+    # ASLR, which only a 64-bit machine asks for. Its one problem is its machine.
+    flipped = patch(synthetic(machine=amd, pe32=True, characteristics=0x22), (0x58 + 70, b"\x40\x01"))
+    i686 = {name: synthetic(machine=i386, pe32=True) for name in ("python3.dll", "python314.dll")}
+    root = tree(tmp_path / "i686", {**i686, "python.exe": flipped})
+    assert [p for p in check_pe_tree(root, target_of_tree(root))[1] if p.startswith("python.exe")] == [
+        "python.exe: machine AMD64, not I386 (i686-pc-windows-gnullvm)"
+    ]
     split = {"python.exe": synthetic(machine=i386, pe32=True, characteristics=0x22)}
     split |= {"python3.dll": synthetic(machine=amd), "python314.dll": synthetic(machine=i386, pe32=True)}
     assert target_of_tree(tree(tmp_path / "split", split)).triple == "i686-pc-windows-gnullvm"

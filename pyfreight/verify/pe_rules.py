@@ -156,10 +156,11 @@ def _read_image(path: Path, root: Path, target: Target) -> tuple[PeFacts | None,
 
 def pe_problems(facts: PeFacts, target: Target, allowed_imports: set[str]) -> list[str]:
     """The rules for one PE file; `allowed_imports` are lower-case DLL names."""
-    problems = []
     if facts.machine != target.pe.machine:
-        problems.append(f"machine {facts.machine}, not {target.pe.machine} ({target.triple})")
-    problems += _loading_problems(facts, allowed_imports)
+        # A file of another architecture, which Windows refuses to load: what else it
+        # lacks is judged by another machine's rules (a 32-bit file needs no 64-bit ASLR).
+        return [f"machine {facts.machine}, not {target.pe.machine} ({target.triple})"]
+    problems = _loading_problems(facts, allowed_imports)
     required = [
         f for f in REQUIRED_FLAGS if f != "high_entropy_va" or facts.machine not in THIRTY_TWO_BIT_MACHINES
     ]
