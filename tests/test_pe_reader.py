@@ -730,6 +730,9 @@ def test_a_tree_is_judged_by_the_machine_most_of_its_images_share(tmp_path: Path
     split = {"python.exe": synthetic(machine=i386, pe32=True, characteristics=0x22)}
     split |= {"python3.dll": synthetic(machine=amd), "python314.dll": synthetic(machine=i386, pe32=True)}
     assert target_of_tree(tree(tmp_path / "split", split)).triple == "i686-pc-windows-gnullvm"
+    mips = {f"m{n}.dll": synthetic(machine=0x0166) for n in range(3)}  # a machine no target builds
+    outvoted = tree(tmp_path / "mips", {**mips, "python.exe": synthetic(machine=arm, characteristics=0x22)})
+    assert target_of_tree(outvoted).triple == "aarch64-pc-windows-gnullvm"
 
 
 def test_a_file_too_large_or_not_regular_is_a_problem_not_an_exception(tmp_path: Path):

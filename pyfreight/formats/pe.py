@@ -759,8 +759,11 @@ def pe_target(executable: Path, tree: Path) -> Target:
             continue  # the rules name it
         if facts is not None:
             votes[facts.machine] += 1
-    machine = max(votes, key=lambda m: (votes[m], m == machine))
-    found = [t for t in all_targets().values() if isinstance(t.files, PeFiles) and t.files.machine == machine]
-    if not found:
+    by_machine: dict[str, Target] = {}
+    for target in all_targets().values():
+        if isinstance(target.files, PeFiles):
+            by_machine.setdefault(target.files.machine, target)
+    known = [m for m in votes if m in by_machine]  # DLLs of a machine no target builds elect nothing
+    if not known:
         raise PyfreightError(f"{executable}: no target in targets/ builds {machine} PE files")
-    return found[0]
+    return by_machine[max(known, key=lambda m: (votes[m], m == machine))]
