@@ -121,9 +121,10 @@ def _give_an_executable_stack(elf: Path) -> None:
 
 
 def test_dist_refuses_to_write_an_archive_that_fails_validate(dist, tmp_path):
-    """`pyfreight dist` validates every archive under its temporary name: given the same
-    build with an executable stack, it writes no archive at all and says which check
-    failed and where its log is, in one line."""
+    """`pyfreight dist` judges the tree by validate's rules before it packs anything (and
+    every archive under its temporary name): given the same build with an executable
+    stack, it writes no archive at all, compresses nothing, and says which check failed
+    and where its log is, in one line."""
     spec = BuildSpec.resolve("3.14", "noopt", None)
     build = linked_build_folder(tmp_path / "build")  # the same build: only the dist step runs
     tree = build / folder_stem(spec)
@@ -143,6 +144,7 @@ def test_dist_refuses_to_write_an_archive_that_fails_validate(dist, tmp_path):
     assert "fails validate, so it was not written" in error and "executable stack" in error, error
     assert "Traceback" not in proc.stderr
     assert not out.exists() or not list(out.iterdir()), sorted(p.name for p in out.iterdir())
+    assert "dist: writing" not in proc.stdout + proc.stderr, proc.stderr[-2000:]
     log = Path(error.rsplit("(log: ", 1)[1].rstrip(")"))
     assert log.parent == build / "logs" and "executable stack" in log.read_text()
 

@@ -18,10 +18,9 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pyfreight import toolchain
 from pyfreight.archives import sbom
@@ -76,11 +75,19 @@ sys.exit(subprocess.call([python, "-m", "test", *sys.argv[1:]]))
 
 
 Members = list[tuple[str, Path]]  # (name in the archive, file)
-# Judges a written archive (its temporary file, the name it is to be published under,
-# the target triple it was built for) and raises when it must not be published:
-# `pyfreight validate`, which lives later in the flow (verify/), handed in as
-# check-install is.
-ArchiveCheck = Callable[[Path, str, str], None]
+
+
+class ArchiveCheck(Protocol):
+    """Judges what is about to be published under `name` and raises when it must not be:
+    `pyfreight validate`, which lives later in the flow (verify/), handed in as
+    check-install is."""
+
+    def tree(self, install: Path, document: dict[str, Any], name: str, target: Target) -> None:
+        """The install tree, with the PYTHON.json it is to be packed with, before any
+        archive of it is written."""
+
+    def archive(self, written: Path, name: str, target: Target) -> None:
+        """A written archive, under its temporary name."""
 
 
 @dataclass(frozen=True)
@@ -276,27 +283,29 @@ def _write_archives(
     build: CPythonBuild, ws: Workspace, paths: dict[Flavour, Path], validate: ArchiveCheck
 ) -> WrittenArchives:
     """The full archive (PYTHON.json first), then the install_only archives of the tree
-    and of its stripped copy, all with the source's date as every member's mtime; each
-    validated under its temporary name, so an archive that fails is never published."""
+    and of its stripped copy, all with the source's date as every member's mtime. The
+    tree is judged before anything is packed, and each archive under its temporary
+    name, so an archive that fails is never published."""
     full, install_only, stripped = paths[FULL], paths[INSTALL_ONLY], paths[INSTALL_ONLY_STRIPPED]
     epoch = source_epoch(build, ws)
-    triple = build.spec.target.triple
+    target = build.spec.target
     # The build image: the SBOM names it, and its llvm-strip strips the stripped copy.
     image = images.ensure_images(ws, build.spec.target)
     ws.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ws.scratch, prefix=owned("dist")) as tmp:
         scratch = Path(tmp)
         document, members = _full_members(build, ws, image, scratch, full.name, epoch)
+        validate.tree(build.tree, document, full.name, target)
         say(f"dist: writing {full.name}")
         write_tar(
             full, members, epoch, compression=FULL.compression, first=(PYTHON_JSON,),
-            verify=lambda tmp: validate(tmp, full.name, triple),
+            verify=lambda tmp: validate.archive(tmp, full.name, target),
         )  # fmt: skip
 
         say(f"dist: writing {install_only.name}")
         write_tar(
             install_only, _install_members(build.tree), epoch, compression=INSTALL_ONLY.compression,
-            verify=lambda tmp: validate(tmp, install_only.name, triple),
+            verify=lambda tmp: validate.archive(tmp, install_only.name, target),
         )  # fmt: skip
 
         stripped_tree = _stripped_copy(
@@ -306,7 +315,7 @@ def _write_archives(
         say(f"dist: writing {stripped.name}")
         write_tar(
             stripped, _install_members(stripped_tree), epoch, compression=INSTALL_ONLY_STRIPPED.compression,
-            verify=lambda tmp: validate(tmp, stripped.name, triple),
+            verify=lambda tmp: validate.archive(tmp, stripped.name, target),
         )  # fmt: skip
     for path in (full, install_only, stripped):
         say(f"dist: {path.name}: {path.stat().st_size / 1e6:.1f} MB")

@@ -15,7 +15,7 @@ from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.paths import Workspace
 from pyfreight.verify.check_install import check_build
-from pyfreight.verify.validate import refuse_invalid
+from pyfreight.verify.validate import RefuseInvalid
 
 
 def build_checked(
@@ -49,6 +49,6 @@ def distribute(
     `dist` (default: the workspace's) or reused."""
     build = build_checked(spec, ws, jobs, force=force, profiles=profiles, check=check)
     written = write_distribution(
-        build, ws, ws.dist if dist is None else dist, refuse_invalid(ws), release=release
+        build, ws, ws.dist if dist is None else dist, RefuseInvalid(ws), release=release
     )
     return build, written

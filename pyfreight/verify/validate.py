@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pyfreight.archives.describe import crt_features
-from pyfreight.archives.flavours import recognise
+from pyfreight.archives.flavours import FULL, recognise
 from pyfreight.archives.sbom import sbom_errors
 from pyfreight.cpython.options import BuildOptions
 from pyfreight.cpython.relocate import find_build_paths
@@ -546,15 +546,33 @@ TREE_RULES: dict[Platform, Callable[[ArchiveTree], list[Problem]]] = {
 }
 
 
-def refuse_invalid(ws: Workspace) -> Callable[[Path, str, str], None]:
+def install_tree_problems(install: Path, target: Target, document: dict[str, Any]) -> list[Problem]:
+    """The rules validate applies to a full archive's install tree (python/install/…),
+    applied to that tree on disk, before it is packed."""
+    tree = ArchiveTree(install.parent, install, FULL.install_root, target, document)
+    return TREE_RULES[platform_of(target)](tree)
+
+
+class RefuseInvalid:
     """The check every archive passes before it is published under its name (handed to
     archives/write as its ArchiveCheck): `pyfreight validate` of the written file, its
-    problems kept in build/logs/validate-NAME.log, and the first named in one line."""
+    problems kept in build/logs/validate-NAME.log, and the first named in one line. The
+    tree is judged by the same rules before any archive of it is packed: a broken build
+    fails in seconds, not after minutes of compression."""
 
-    def judge(written: Path, name: str, triple: str) -> None:
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+
+    def tree(self, install: Path, document: dict[str, Any], name: str, target: Target) -> None:
+        say(f"dist: validating the install tree of {name}")
+        self._judge(install_tree_problems(install, target, document), name)
+
+    def archive(self, written: Path, name: str, target: Target) -> None:
         say(f"dist: validating {name}")
-        problems = validate(written, target=triple)
-        log = ws.logs / f"validate-{name}.log"
+        self._judge(validate(written, target=target.triple), name)
+
+    def _judge(self, problems: list[Problem], name: str) -> None:
+        log = self.ws.logs / f"validate-{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("".join(f"FAIL  {p}\n" for p in problems) or "passed\n")
         if problems:
@@ -562,5 +580,3 @@ def refuse_invalid(ws: Workspace) -> Callable[[Path, str, str], None]:
             raise PyfreightError(
                 f"{name} fails validate, so it was not written: {problems[0]}{more} (log: {log})"
             )
-
-    return judge
