@@ -38,12 +38,15 @@ deps: setup
 
 # The test tiers (tests/tiers.py): `test` is CI's (.ci/run), `test-all` every test,
 # `test-part PART=NAME` one part of test-all (a GitHub job each). `test` lists its 25
-# slowest steps at the end: its budget on a fresh 2-core machine is 35 minutes.
+# slowest steps at the end: its budget on a fresh 2-core machine is 35 minutes. Both run
+# on every core (pytest-xdist): the tests that use the Docker engine in order on one
+# worker, the rest beside them (tests/conftest.py, ENGINE_GROUP).
+PARALLEL := -n auto --dist loadgroup
 test: lint
-	.venv/bin/pytest -ra --durations=25 --tier ci $(ARGS)
+	.venv/bin/pytest -ra --durations=25 $(PARALLEL) --tier ci $(ARGS)
 
 test-all: lint
-	.venv/bin/pytest -ra --tier all $(ARGS)
+	.venv/bin/pytest -ra $(PARALLEL) --tier all $(ARGS)
 
 test-part:
 	@[ -n "$(PART)" ] || { echo "error: say which part: make test-part PART=NAME (python -m tests.tiers lists them)" >&2; exit 2; }
@@ -51,7 +54,7 @@ test-part:
 	.venv/bin/pytest -ra --part $(PART) $(ARGS)
 
 test-unit: setup
-	.venv/bin/pytest -ra -m "not container" $(ARGS)
+	.venv/bin/pytest -ra $(PARALLEL) -m "not container" $(ARGS)
 
 # ruff for lint and format (the driver, the tests, and windows/install-pip.py, which the
 # build container's python3 runs), mypy for types (configured in pyproject.toml), actionlint

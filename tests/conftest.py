@@ -47,6 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 WORK_TREE_BEFORE = pytest.StashKey[set[str] | None]()
+MISSING = pytest.StashKey[str]()  # what this machine lacks, as an xdist worker found it
 
 
 # pytest removes old sessions' temporary folders with shutil.rmtree, which recurses and
@@ -91,6 +92,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    if missing := session.config.stash.get(MISSING, None):
+        # What a worker found missing (pytest_testnodedown), said as a run without
+        # workers says it: one line, the usage error's exit status.
+        print(f"ERROR: {missing}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        return
     # No test writes into the repository's work tree (issue 57: an a.o in its root):
     # whatever a run changed there that was not changed before fails the run, named.
     before = session.config.stash.get(WORK_TREE_BEFORE, None)
@@ -114,7 +121,19 @@ def _part_of(item: pytest.Item) -> str | None:
     return str(marker.args[0]) if marker else None
 
 
+# Under pytest-xdist's --dist loadgroup (make's test tiers run two workers), one worker
+# takes every test that uses the Docker engine, in order: they share the build the first
+# of them makes, and the build folder it fills, so they must not race each other. The
+# other tests go module by module (a module's fixtures are made once) to whichever worker
+# is free, most of them while the first builds.
+ENGINE_GROUP = "engine"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        group = ENGINE_GROUP if item.get_closest_marker("container") else item.path.name
+        item.add_marker(pytest.mark.xdist_group(group))
     known = tiers.parts()
     named = {_part_of(item) for item in items} - {None}
     if named - set(known):
@@ -144,9 +163,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         part_names={name for item in keep if (name := _part_of(item))},
     )
     if missing:
-        raise pytest.UsageError(
-            "the selected tests need what this machine lacks, so none was run: " + "; ".join(missing)
-        )
+        message = "the selected tests need what this machine lacks, so none was run: " + "; ".join(missing)
+        worker_output = getattr(config, "workeroutput", None)
+        if worker_output is None:
+            raise pytest.UsageError(message)
+        # An xdist worker: a UsageError here would crash it with a traceback. It runs
+        # nothing and hands the line to the controller, which says it once.
+        worker_output["missing"] = message
+        config.hook.pytest_deselected(items=list(items))
+        items[:] = []
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's, called in the controller
+def pytest_testnodedown(node: Any, error: object) -> None:
+    message = getattr(node, "workeroutput", {}).get("missing")
+    if message:
+        node.config.stash[MISSING] = message
 
 
 def make_source(tmp_path: Path, name: str = "demo-1.0.tar", data: bytes = b"x" * 5000) -> Source:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import yaml
 
 from tests import tiers
@@ -71,7 +72,8 @@ def test_make_runs_each_tier_with_its_selection():
         dry = subprocess.run(
             ["make", "-n", *goal.split()], cwd=REPO, capture_output=True, text=True, check=True
         )
-        assert re.search(rf"pytest -ra( --durations=\d+)? {words}\b", dry.stdout), dry.stdout
+        parallel = r" -n auto --dist loadgroup" if goal != "test-part PART=x" else ""
+        assert re.search(rf"pytest -ra( --durations=\d+)?{parallel} {words}\b", dry.stdout), dry.stdout
     refused = subprocess.run(["make", "test-part"], cwd=REPO, capture_output=True, text=True)
     assert refused.returncode != 0 and "make test-part PART=NAME" in refused.stderr, refused.stderr
 
@@ -82,12 +84,14 @@ def test_an_unknown_part_is_refused_with_the_list():
     assert f"--part nosuch: no such part; the parts are {', '.join(tiers.parts())}" in proc.stderr
 
 
-def test_a_tier_without_docker_stops_and_says_so(tmp_path):
-    """No docker on PATH: the container tests are not skipped, the run stops before any."""
+@pytest.mark.parametrize("workers", [[], ["-n", "2", "--dist", "loadgroup"]], ids=["alone", "workers"])
+def test_a_tier_without_docker_stops_and_says_so(tmp_path, workers):
+    """No docker on PATH: the container tests are not skipped, the run stops before any,
+    in one line, also when make runs the tests on workers (pytest-xdist)."""
     env = {**os.environ, "PATH": str(tmp_path)}
     proc = subprocess.run(
         # one module of the part: the run stops before it all the same
-        [*PYTEST, "--part", tiers.FROM_SCRATCH, "tests/test_deps_integration.py"],
+        [*PYTEST, *workers, "--part", tiers.FROM_SCRATCH, "tests/test_deps_integration.py"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -99,6 +103,7 @@ def test_a_tier_without_docker_stops_and_says_so(tmp_path):
         proc.stderr
     )
     assert " passed" not in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr and "INTERNALERROR" not in proc.stdout + proc.stderr
 
 
 def test_the_ci_workflow_runs_make_test_and_every_part():
