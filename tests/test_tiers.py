@@ -78,6 +78,24 @@ def test_make_runs_each_tier_with_its_selection():
     assert refused.returncode != 0 and "make test-part PART=NAME" in refused.stderr, refused.stderr
 
 
+def test_the_engines_tests_are_scheduled_on_one_worker():
+    """make's workers (pytest-xdist, --dist loadgroup) get every test that uses the Docker
+    engine as one group, which one worker runs in order, and the others by module. The
+    scheduler's view is what counts: with pytest 9.2 the groups were set on the items and
+    never reached it, and two workers built at once."""
+    module = "tests/test_python_json_reader.py"  # unit tests and engine tests side by side
+    engine = _ids(_collected("--tier", "ci", "-m", "container", module))
+    assert engine, "the module has no engine test to schedule"
+    plan = subprocess.run(
+        [*PYTEST, "-n", "2", "--dist", "loadgroup", "--setup-plan", "-v", "--tier", "ci", module],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    scheduled = dict(re.findall(r"^(tests/\S+::\S+)@(\S+) *$", plan.stdout, re.M))
+    assert set(scheduled) >= engine and len(scheduled) > len(engine), plan.stdout[-3000:]
+    for nodeid, group in scheduled.items():
+        assert group == ("engine" if nodeid in engine else "test_python_json_reader.py"), nodeid
+
+
 def test_an_unknown_part_is_refused_with_the_list():
     proc = _collected("--part", "nosuch", "tests/test_tiers.py")
     assert proc.returncode != 0
