@@ -44,6 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "part(name): a test of test-all only, in its part NAME (tests/tiers.py)"
     )
+    config.pluginmanager.register(_WhatTheSelectionNeeds(), "pyfreight-what-the-selection-needs")
 
 
 WORK_TREE_BEFORE = pytest.StashKey[set[str] | None]()
@@ -153,16 +154,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
-    if config.getoption("--collect-only"):
-        if config.getoption("--show-parts"):
-            for item in keep:
-                config.get_terminal_writer().line(f"{_part_of(item) or '-'} {item.nodeid}")
-        return
-    missing = tiers.missing_for(
-        container=any(item.get_closest_marker("container") for item in keep),
-        part_names={name for item in keep if (name := _part_of(item))},
-    )
-    if missing:
+    if config.getoption("--collect-only") and config.getoption("--show-parts"):
+        for item in keep:
+            config.get_terminal_writer().line(f"{_part_of(item) or '-'} {item.nodeid}")
+
+
+class _WhatTheSelectionNeeds:
+    """Stops the run before its first test when this machine lacks what the selected
+    tests need. Last among the collection hooks: after pytest's own -m and -k, so
+    `make test-unit` (-m "not container") needs no Docker engine."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if config.getoption("--collect-only"):
+            return
+        missing = tiers.missing_for(
+            container=any(item.get_closest_marker("container") for item in items),
+            part_names={name for item in items if (name := _part_of(item))},
+        )
+        if not missing:
+            return
         message = "the selected tests need what this machine lacks, so none was run: " + "; ".join(missing)
         worker_output = getattr(config, "workeroutput", None)
         if worker_output is None:

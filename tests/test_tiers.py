@@ -124,6 +124,19 @@ def test_a_tier_without_docker_stops_and_says_so(tmp_path, workers):
     assert "Traceback" not in proc.stdout + proc.stderr and "INTERNALERROR" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2", "--dist", "loadgroup"]], ids=["alone", "workers"])
+def test_tests_that_need_no_container_run_without_docker(tmp_path, workers):
+    """`make test-unit` (-m "not container") asks nothing of the engine: the check looks
+    at what is left after pytest's own selection. The module holds both kinds."""
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}  # no engine answers
+    proc = subprocess.run(
+        [*PYTEST, *workers, "-m", "not container", "tests/test_python_json_reader.py"],
+        cwd=REPO, capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert re.search(r"\d+ passed", proc.stdout) and "failed" not in proc.stdout, proc.stdout[-2000:]
+
+
 def test_the_ci_workflow_runs_make_test_and_every_part():
     workflow = yaml.safe_load((REPO / ".github" / "workflows" / "ci.yml").read_text())
     jobs = workflow["jobs"]
