@@ -125,3 +125,73 @@ def test_against_needs_an_install_tree(tmp_path: Path):
         (weird / "bin").mkdir(parents=True)
         (weird / "lib" / "python3.14").mkdir(parents=True)
         against(str(weird), 3)
+
+
+def test_the_library_rows_are_the_scripts_and_name_no_benchmark():
+    """cpython/bench.yaml lists the C-library rows that in_container/bench_libraries.py
+    defines, each once, and none shares a name (or a result file) with a pyperformance row."""
+    from pyfreight.in_container import bench_libraries
+
+    suite = load_suite()
+    assert suite["libraries"] == list(bench_libraries.benchmarks())
+    assert not set(suite["libraries"]) & set(suite["benchmarks"])
+
+
+def test_every_library_row_runs_here():
+    """Each row's input is made and its call returns on this interpreter (the driver's),
+    except zstd where the driver's CPython has no compression.zstd."""
+    from pyfreight.in_container import bench_libraries
+
+    ran = []
+    for name, prepare in bench_libraries.benchmarks().items():
+        try:
+            call = prepare()
+        except ImportError:
+            assert name.startswith("zstd_"), name
+            continue
+        assert call() is not None, name
+        ran.append(name)
+    assert {"zlib_decompress", "ssl_handshake", "ssl_transfer", "expat_parse", "decimal_functions"} <= set(
+        ran
+    )
+
+
+def test_the_library_table_and_its_targets():
+    d = "debian 3.14.8-1"
+    report = _report(noopt=1.3, debian=1.09, startup=1.06)
+    report["libraries"] = {
+        "zlib_decompress": {"pgo+lto": 1.0, "noopt": 1.0, d: 0.96},
+        "zstd_decompress": {"pgo+lto": 1.0, "noopt": 1.0, d: 0.99},
+        "hash_sha256": {"pgo+lto": 1.0, "noopt": 1.0, d: 1.2},
+    }
+    report["libraries_geomean"] = {"pgo+lto": 1.0, "noopt": 1.0, d: 1.04}
+    report["targets"] = _targets(report)
+    table = render_table(report)
+    assert "C libraries" in table and "hash_sha256" in table
+    # zlib 0.96x is below 0.97x; zstd 0.99x below 1.00x; sha256 1.20x is fine
+    assert (
+        "every C-library row at least 0.97x debian 3.14.8-1's speed: NOT MET (zlib_decompress 0.96x)" in table
+    )
+    assert "zstd_decompress at least 1.00x debian 3.14.8-1's speed: NOT MET (0.99x)" in table
+    report["libraries"]["zlib_decompress"][d] = 0.98
+    report["libraries"]["zstd_decompress"][d] = 1.01
+    assert [t["met"] for t in _targets(report)][-2:] == [True, True]
+
+
+def test_a_library_table_alone_judges_only_the_libraries():
+    d = "debian 3.14.8-1"
+    report = {
+        "interpreters": ["pgo+lto", d],
+        "results": {},
+        "geomean": {"pgo+lto": float("nan"), d: float("nan")},
+        "startup": {"pgo+lto": float("nan"), d: float("nan")},
+        "startup_names": ["python_startup"],
+        "probe": {},
+        "libraries": {"zstd_decompress": {"pgo+lto": 1.0, d: 1.1}},
+        "libraries_geomean": {"pgo+lto": 1.0, d: 1.1},
+    }
+    assert [t["what"] for t in _targets(report)] == [
+        f"every C-library row at least 0.97x {d}'s speed",
+        f"zstd_decompress at least 1.00x {d}'s speed",
+    ]
+    assert "geometric mean" in render_table(report) and "startup only" not in render_table(report)

@@ -71,6 +71,9 @@ def test_build_is_up_to_date_and_flags_are_checked(noopt_dist):
     assert unknown.returncode == 1 and "unknown build option 'fast'" in unknown.stderr
     bench = pyfreight_cli("bench", "--python", "3.14", "--only", "nosuch", "--rigorous")
     assert bench.returncode == 1 and "no benchmark named nosuch" in bench.stderr
+    # the C-library table alone has no pyperformance rows
+    libraries = pyfreight_cli("bench", "--suite", "libraries", "--only", "nbody")
+    assert libraries.returncode == 1 and "no benchmark named nbody in the libraries suite" in libraries.stderr
 
 
 def test_a_second_build_on_the_same_folder_waits_for_the_first(noopt_dist):
@@ -174,7 +177,7 @@ def test_bench_our_build_against_another_tree_and_debian(noopt_dist, tmp_path):
     out = _ok(
         pyfreight_cli(
             "bench", "--python", "3.14", "--options", "noopt", "--against", f"mine={tree}",
-            "--only", "python_startup_no_site,nbody",
+            "--only", "python_startup_no_site,nbody,zstd_decompress,ssl_handshake",
         )
     )  # fmt: skip
     saved = re.search(r"^saved: (\S+\.json)", out, re.M)
@@ -183,8 +186,11 @@ def test_bench_our_build_against_another_tree_and_debian(noopt_dist, tmp_path):
     labels = report["interpreters"]
     assert labels[:2] == ["noopt", "mine"] and labels[2].startswith("debian "), labels
     assert set(report["results"]) == {"python_startup_no_site", "nbody"}
-    for row in report["results"].values():
+    # the C-library rows form their own table, measured on every interpreter
+    assert set(report["libraries"]) == {"zstd_decompress", "ssl_handshake"}
+    for row in [*report["results"].values(), *report["libraries"].values()]:
         assert set(row) == set(labels) and all(0 < t < 60 for t in row.values())
+    assert "C libraries" in out and "zstd_decompress at least 1.00x" in out
     ours = report["probe"]["noopt"]
     # our tree is as its build options say: a PIE unless built with +nopie
     assert ours["facts"]["pie"] is BuildOptions.parse("noopt").codegen.pie

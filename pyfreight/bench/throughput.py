@@ -14,9 +14,10 @@ import statistics
 import subprocess
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from pyfreight.bench.interpreters import Interpreter, against, ours, probe, this_machines_runner
+from pyfreight.bench.interpreters import PROBE_MOUNT, Interpreter, against, ours, probe, this_machines_runner
 from pyfreight.bench.suite import BENCHMARKS_IN_WHEEL, ensure_tools, full_suite, load_suite
 from pyfreight.container import images
 from pyfreight.container.run import Mount, RunSpec, run
@@ -25,7 +26,7 @@ from pyfreight.cpython.spec import BuildSpec
 from pyfreight.errors import PyfreightError
 from pyfreight.leftovers import owned
 from pyfreight.logs import say, tail
-from pyfreight.paths import REPO_ROOT, Workspace
+from pyfreight.paths import IN_CONTAINER_DIR, REPO_ROOT, Workspace
 from pyfreight.runners import runner_for
 
 # Targets of the performance issue, as time ratios (theirs / ours; above 1: ours faster).
@@ -33,6 +34,8 @@ TARGET_OVER_NOOPT = 1.15  # geometric mean: at least 15% faster than our noopt
 TARGET_OVER_DEBIAN = 1.08  # geometric mean: at least 8% faster than Debian's build (issue 39)
 TARGET_STARTUP_OVER_DEBIAN = 1 / 0.95  # each start-up benchmark at most 0.95x Debian's time
 WORST_OVER_DEBIAN = 1 / 1.10  # no benchmark more than 10% slower than Debian's
+LIBRARY_OVER_DEBIAN = 0.97  # every C-library row at least 0.97x Debian's speed (issue 62)
+ZSTD_DECOMPRESS_OVER_DEBIAN = 1.00  # and zstd's decompression at least as fast
 STARTUP_PROBE_RUNS = 20
 
 
@@ -54,19 +57,44 @@ def geometric_mean(ratios: list[float]) -> float:
     return math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else float("nan")
 
 
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark script as the container sees it: the folder it is mounted in, its
+    path below that folder, and its arguments; and the table its rows belong to."""
+
+    table: str  # "interpreter" (pyperformance) or "libraries" (in_container/bench_libraries.py)
+    mounted_at: str
+    script: str
+    args: tuple[str, ...] = ()
+
+
+def pyperformance_benchmark(spec: list[str]) -> Benchmark:
+    folder, *extra = spec
+    return Benchmark(
+        "interpreter", "/bench", f"{BENCHMARKS_IN_WHEEL}/{folder}/run_benchmark.py", tuple(extra)
+    )
+
+
+def library_benchmark(name: str) -> Benchmark:
+    return Benchmark("libraries", PROBE_MOUNT, "bench_libraries.py", (name,))
+
+
 def _run_one(
-    image: str, site: Path, out_dir: Path, interp: Interpreter, column: int, name: str, spec: list[str],
+    image: str, site: Path, out_dir: Path, interp: Interpreter, column: int, name: str, bench: Benchmark,
     fast: bool, log: Path,
 ) -> Path:  # fmt: skip
-    folder, *extra = spec
     result = out_dir / f"{name}--{column}.json"
     result.unlink(missing_ok=True)
     # Each program is given the files by its own names of them (a Windows one, Wine's).
     path = interp.runner.program_name
-    script = path("/bench", f"{BENCHMARKS_IN_WHEEL}/{folder}/run_benchmark.py")
+    script = path(bench.mounted_at, bench.script)
     command = [interp.python, script, "--inherit-environ", "PYTHONPATH", "-o", path("/out", result.name)]
-    command += (["--fast"] if fast else []) + extra
-    mounts = [Mount(site, "/bench"), Mount(out_dir, "/out", read_only=False)]
+    command += (["--fast"] if fast else []) + list(bench.args)
+    mounts = [
+        Mount(site, "/bench"),
+        Mount(IN_CONTAINER_DIR, PROBE_MOUNT),
+        Mount(out_dir, "/out", read_only=False),
+    ]
     if interp.mount:
         mounts.append(interp.mount)
     invocation = interp.runner.invocation(command, {"PYTHONPATH": path("/bench", "").rstrip("/\\")})
@@ -81,6 +109,8 @@ def _run_one(
         name_hint="bench",
     )
     run(run_spec)
+    if not result.exists():
+        raise PyfreightError(f"benchmark {name} on {interp.label} wrote no result ({result})")
     return result
 
 
@@ -91,29 +121,47 @@ def _format_time(seconds: float) -> str:
     return f"{seconds / 1e-9:.3g} ns"
 
 
-def render_table(report: dict) -> str:
-    labels = report["interpreters"]
+def _ratio_table(
+    labels: list[str], results: dict[str, dict[str, float]], summary: dict[str, dict]
+) -> list[str]:
+    """Times per benchmark and interpreter, each column's ratio to the first, and a
+    line per summary (title: {label: geometric mean of ratios})."""
     base, others = labels[0], labels[1:]
     width = max(18, *(len(lab) + 2 for lab in labels))
     head = f"{'benchmark':26}" + "".join(f"{lab:>{width}}" for lab in labels)
     head += "".join(f"{lab + '/' + base:>{len(lab) + len(base) + 4}}" for lab in others)
     lines = [head, "-" * len(head)]
-    for name, row in report["results"].items():
+    for name, row in results.items():
         line = f"{name:26}" + "".join(
             f"{_format_time(row[lab]) if lab in row else '-':>{width}}" for lab in labels
         )
         line += "".join(
             f"{row[lab] / row[base]:>{len(lab) + len(base) + 3}.2f}x"
-            if lab in row
+            if lab in row and base in row
             else f"{'-':>{len(lab) + len(base) + 4}}"
             for lab in others
         )
         lines.append(line)
     lines.append("-" * len(head))
-    for title, key in (("geometric mean", "geomean"), ("startup only", "startup")):
+    for title, means in summary.items():
         line = f"{title:26}" + " " * (width * len(labels))
-        line += "".join(f"{report[key][lab]:>{len(lab) + len(base) + 3}.2f}x" for lab in others)
+        line += "".join(f"{means[lab]:>{len(lab) + len(base) + 3}.2f}x" for lab in others)
         lines.append(line)
+    return lines
+
+
+def render_table(report: dict) -> str:
+    labels = report["interpreters"]
+    base = labels[0]
+    lines: list[str] = []
+    if report["results"]:
+        summary = {"geometric mean": report["geomean"], "startup only": report["startup"]}
+        lines += _ratio_table(labels, report["results"], summary)
+    if report.get("libraries"):
+        if lines:
+            lines.append("")
+        lines.append("C libraries (in_container/bench_libraries.py)")
+        lines += _ratio_table(labels, report["libraries"], {"geometric mean": report["libraries_geomean"]})
     lines.append(f"(ratios: time of that interpreter / time of {base}; above 1 means {base} is faster)")
     if not report["probe"]:
         return "\n".join(lines)
@@ -137,14 +185,14 @@ def _targets(report: dict) -> list[dict]:
     labels = report["interpreters"]
     base = labels[0]
     found = []
-    if "noopt" in labels[1:]:
+    if "noopt" in labels[1:] and report["results"]:
         value = report["geomean"]["noopt"]
         found.append(
             {"what": f"{base} at least 1.15x noopt (geometric mean)", "value": f"{value:.2f}x",
              "met": value >= TARGET_OVER_NOOPT}
         )  # fmt: skip
     debian = next((lab for lab in labels if lab.startswith("debian")), None)
-    if debian:
+    if debian and report["results"]:
         value = report["geomean"][debian]
         found.append(
             {"what": f"{base} at least {TARGET_OVER_DEBIAN:.2f}x {debian} (geometric mean)",
@@ -176,6 +224,27 @@ def _targets(report: dict) -> list[dict]:
             {"what": f"no benchmark more than 10% slower than {debian}", "value": ", ".join(slower) or "none",
              "met": not slower}
         )  # fmt: skip
+    if debian and report.get("libraries"):
+        found += _library_targets(report["libraries"], base, debian)
+    return found
+
+
+def _library_targets(libraries: dict[str, dict[str, float]], base: str, debian: str) -> list[dict]:
+    """The C-library table's targets: speed is Debian's time over ours per row."""
+    speed = {n: row[debian] / row[base] for n, row in libraries.items() if debian in row and base in row}
+    if not speed:
+        return []
+    behind = sorted(n for n, value in speed.items() if value < LIBRARY_OVER_DEBIAN)
+    found = [
+        {"what": f"every C-library row at least {LIBRARY_OVER_DEBIAN:.2f}x {debian}'s speed",
+         "value": ", ".join(f"{n} {speed[n]:.2f}x" for n in behind) or "none", "met": not behind}
+    ]  # fmt: skip
+    if "zstd_decompress" in speed:
+        value = speed["zstd_decompress"]
+        found.append(
+            {"what": f"zstd_decompress at least {ZSTD_DECOMPRESS_OVER_DEBIAN:.2f}x {debian}'s speed",
+             "value": f"{value:.2f}x", "met": value >= ZSTD_DECOMPRESS_OVER_DEBIAN}
+        )  # fmt: skip
     return found
 
 
@@ -188,6 +257,25 @@ def _commit() -> dict:
         return proc.stdout.strip() if proc.returncode == 0 else ""
 
     return {"commit": git("rev-parse", "HEAD") or "unknown", "dirty": bool(git("status", "--porcelain"))}
+
+
+def _chosen_suite(suite: dict, suite_name: str, site: Path) -> dict[str, Benchmark]:
+    """The benchmarks of `suite_name`: cpython/bench.yaml's pyperformance subset or
+    pyperformance's whole default suite, then the C-library table (alone: "libraries")."""
+    found: dict[str, Benchmark] = {}
+    if suite_name == "full":
+        specs, skipped = full_suite(site)
+        say(f"bench: the full suite less {len(skipped)} that need PyPI packages: {', '.join(skipped)}")
+        found.update((n, pyperformance_benchmark(spec)) for n, spec in specs.items())
+    elif suite_name == "subset":
+        found.update((n, pyperformance_benchmark(spec)) for n, spec in suite["benchmarks"].items())
+    clash = sorted(set(found) & set(suite["libraries"]))
+    if clash:
+        raise PyfreightError(
+            f"cpython/bench.yaml: {', '.join(clash)} name both a benchmark and a library row"
+        )
+    found.update((n, library_benchmark(n)) for n in suite["libraries"])
+    return found
 
 
 def run_bench(
@@ -210,11 +298,7 @@ def run_bench(
         raise PyfreightError("bench compares builds of one CPython version for one target")
     suite = load_suite()
     site = ensure_tools(ws, suite)
-    if suite_name == "full":
-        benchmarks, skipped = full_suite(site)
-        say(f"bench: the full suite less {len(skipped)} that need PyPI packages: {', '.join(skipped)}")
-    else:
-        benchmarks = suite["benchmarks"]
+    benchmarks = _chosen_suite(suite, suite_name, site)
     unknown = [n for n in only if n not in benchmarks]
     if unknown:
         known = ", ".join(benchmarks)
@@ -254,6 +338,7 @@ def run_bench(
         say(f"bench: describing {len(interpreters)} interpreters, start-up memory, {STARTUP_PROBE_RUNS} runs")
         probed = probe(image, interpreters, STARTUP_PROBE_RUNS, log)
     results: dict[str, dict[str, float]] = {}
+    libraries: dict[str, dict[str, float]] = {}
     started = time.monotonic()
     for i, (name, spec) in enumerate(chosen.items(), 1):
         say(f"[{i:2}/{len(chosen)}] {name} ({time.monotonic() - started:.0f} s; log: {log})")
@@ -262,12 +347,13 @@ def run_bench(
                 result = _run_one(image, site, out_dir, interp, column, name, spec, fast, log)
             except PyfreightError as exc:
                 raise PyfreightError(f"{exc}\n(last lines of {log}:\n{tail(log, 20)})") from None
+            rows = results if spec.table == "interpreter" else libraries
             for bench_name, seconds in median_seconds(result).items():
-                results.setdefault(bench_name, {})[interp.label] = seconds
-    # a benchmark some interpreter could not run is left out of every mean
-    complete = {n: row for n, row in results.items() if all(lab in row for lab in labels)}
+                rows.setdefault(bench_name, {})[interp.label] = seconds
 
-    def ratios(label: str, names: set[str] | None = None) -> float:
+    def ratios(label: str, rows: dict[str, dict[str, float]], names: set[str] | None = None) -> float:
+        # a benchmark some interpreter could not run is left out of every mean
+        complete = {n: row for n, row in rows.items() if all(lab in row for lab in labels)}
         return geometric_mean(
             [row[label] / row[labels[0]] for n, row in complete.items() if names is None or n in names]
         )
@@ -282,8 +368,10 @@ def run_bench(
         "interpreters": labels,
         "fast": fast,
         "results": results,
-        "geomean": {lab: ratios(lab) for lab in labels},
-        "startup": {lab: ratios(lab, startup) for lab in labels},
+        "geomean": {lab: ratios(lab, results) for lab in labels},
+        "startup": {lab: ratios(lab, results, startup) for lab in labels},
+        "libraries": libraries,
+        "libraries_geomean": {lab: ratios(lab, libraries) for lab in labels},
         "startup_names": sorted(startup),
         "probe": probed,
         "seconds": round(time.monotonic() - started),

@@ -116,9 +116,10 @@ def register(sub: Subparsers, shared: SharedOptions) -> None:
     )
     p.add_argument(
         "--suite",
-        choices=["subset", "full"],
+        choices=["subset", "full", "libraries"],
         default="subset",
-        help="cpython/bench.yaml's subset, or pyperformance's default suite less what needs PyPI packages",
+        help="cpython/bench.yaml's subset, or pyperformance's default suite less what needs PyPI packages; "
+        "each with the C-library table, which 'libraries' runs alone",
     )
     p.add_argument("--only", metavar="NAME,…", help="run only these benchmarks of the suite")
     p.add_argument("--rigorous", action="store_true", help="pyperf's default run counts instead of --fast")
