@@ -36,14 +36,16 @@ def stack_clash_protection(target: Target) -> bool:
     return platform_of(target).stack_clash_protection and target.toolchain.stack_clash_protection
 
 
-def common_cflags(target: Target) -> str:
+def common_cflags(target: Target, optimization: str | None = None, frame_pointers: bool = True) -> str:
+    """The C and C++ flags of every dependency: -O2 unless a recipe asks for its
+    upstream's own `optimization` level, and frame pointers unless it leaves them out
+    (recipe.yaml)."""
     platform = platform_of(target)
     clash = " -fstack-clash-protection" if stack_clash_protection(target) else ""
     hardening = f"{platform.hardening_cflags}{clash} {target.toolchain.control_flow_cflags}".rstrip()
-    frame_pointers = platform.frame_pointer_cflags
-    flags = f"-O2 -fPIC -fvisibility=hidden {hardening}"
-    if frame_pointers:
-        flags += f" {frame_pointers}"
+    flags = f"{optimization or '-O2'} -fPIC -fvisibility=hidden {hardening}"
+    if frame_pointers and platform.frame_pointer_cflags:
+        flags += f" {platform.frame_pointer_cflags}"
     return f"{flags} -ffile-prefix-map={WORK_DIR}=."
 
 

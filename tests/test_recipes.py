@@ -70,3 +70,25 @@ def test_name_must_match_folder(tmp_path):
     (folder / "recipe.yaml").write_text(text)
     with pytest.raises(PyfreightError, match="folder is 'alpha'"):
         load_recipe(folder)
+
+
+def test_a_recipe_may_ask_for_its_upstreams_level_and_no_frame_pointers(tmp_path):
+    """recipe.yaml's `optimization` and `frame_pointers` replace the toolchain's CFLAGS
+    for that recipe's build alone, and change its cache key; a recipe that asks for
+    neither builds with the toolchain's own flags, in the environment of every job."""
+    from pyfreight.deps.recipe_build import recipe_job
+    from pyfreight.targets import default_target
+    from pyfreight.toolchain import common_cflags
+
+    target = default_target()
+    plain = load_recipe(write_recipe(tmp_path, "plain"))
+    fast = load_recipe(write_recipe(tmp_path, "fast", optimization="-O3", frame_pointers=False))
+    assert recipe_job(plain, {}, target).env == {}
+    flags = recipe_job(fast, {}, target).env["CFLAGS"].split()
+    assert "-O3" in flags and "-O2" not in flags
+    assert "-fno-omit-frame-pointer" in common_cflags(target).split()
+    assert not any("frame-pointer" in f for f in flags)
+    assert recipe_job(fast, {}, target).env["CXXFLAGS"] == " ".join(flags)
+    bad = write_recipe(tmp_path, "bad", optimization="-Ofast")
+    with pytest.raises(PyfreightError, match="optimization"):
+        load_recipe(bad)

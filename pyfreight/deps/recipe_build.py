@@ -61,6 +61,10 @@ def recipe_job(
     """A recipe's build job; for a macOS target, the code that hides its libraries'
     symbols afterwards is part of what the artifact is keyed by."""
     job = BuildJob.from_recipe(recipe, dependency_keys, artifacts or [])
+    flags = toolchain.common_cflags(target, recipe.optimization, recipe.frame_pointers)
+    if flags != toolchain.common_cflags(target):
+        # the recipe's own flags replace the toolchain's; the job's env is in its key
+        job = replace(job, env={**job.env, "CFLAGS": flags, "CXXFLAGS": flags})
     if platform_of(target).hides_library_symbols:
         job = replace(job, host_code={"macho_symbols.py": Path(macho_symbols.__file__)})
     return job

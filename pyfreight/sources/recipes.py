@@ -51,6 +51,8 @@ class Recipe:
     os_depends: MappingProxyType[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     # built only when named (a pgo build's training runtime), never as a target's dependency
     training_only: bool = False
+    optimization: str | None = None  # upstream's own level where it differs from the toolchain's
+    frame_pointers: bool = True  # false where the C-library bench measured their cost
 
     def depends_on(self, os_name: str) -> tuple[str, ...]:
         """What a build for `os_name` needs: `depends` and that system's own."""
@@ -100,6 +102,8 @@ def load_recipe(directory: Path) -> Recipe:
         unavailable_on=MappingProxyType(dict(data.get("unavailable_on", {}))),
         os_depends=MappingProxyType({k: tuple(v) for k, v in data.get("os_depends", {}).items()}),
         training_only=data.get("training_only", False),
+        optimization=data.get("optimization"),
+        frame_pointers=data.get("frame_pointers", True),
     )
 
 
