@@ -230,12 +230,24 @@ def _framed_functions(binary: Path) -> dict[str, bool]:
 def test_the_interpreter_keeps_frame_pointers_for_profilers(dist, tmp_path):
     """Every Linux build keeps frame pointers (platforms/linux.py frame_pointer_cflags), in
     CPython's code and its libraries', so perf and eBPF profilers unwind our interpreter
-    without DWARF: read from the machine code of the shipped executable (a clang 19 build
-    without them had 0.2% of its functions setting up %rbp)."""
+    without DWARF; a library whose recipe.yaml says `frame_pointers: false` (where the
+    C-library bench measured their cost) has none. Read from the machine code of the
+    shipped executable (a clang 19 build without them had 0.2% of its functions setting
+    up %rbp)."""
+    from pyfreight.sources.recipes import load_all
+
     extract(dist.install_only, tmp_path)
     framed = _framed_functions(tmp_path / "python" / "bin" / "python3.14")
-    for name in ("PyObject_GetAttr", "SSL_new", "lzma_code", "deflate", "Tcl_CreateInterp", "XOpenDisplay"):
-        assert framed[name], name
+    assert framed["PyObject_GetAttr"]
+    recipes = load_all()
+    by_library = {
+        "openssl": "SSL_new", "xz": "lzma_code", "zlib": "deflate", "tcl": "Tcl_CreateInterp",
+        "libx11": "XOpenDisplay", "sqlite": "sqlite3_prepare_v2", "zstd": "ZSTD_decompressDCtx",
+        "bzip2": "BZ2_bzDecompress", "expat": "XML_Parse", "mpdecimal": "mpd_qmul",
+    }  # fmt: skip
+    for recipe, function in by_library.items():
+        assert framed[function] is recipes[recipe].frame_pointers, (recipe, function)
     share = sum(framed.values()) / len(framed)
-    # what is left: OpenSSL's hand-written assembly, tail-call thunks, the smallest leaves
+    # what is left: those libraries, OpenSSL's hand-written assembly, tail-call thunks,
+    # the smallest leaves
     assert share > 0.8, f"{share:.1%} of {len(framed)} functions set up a frame pointer"
