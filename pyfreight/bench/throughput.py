@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pyfreight.bench.interpreters import PROBE_MOUNT, Interpreter, against, ours, probe, this_machines_runner
 from pyfreight.bench.suite import BENCHMARKS_IN_WHEEL, ensure_tools, full_suite, load_suite
@@ -62,7 +63,7 @@ class Benchmark:
     """One benchmark script as the container sees it: the folder it is mounted in, its
     path below that folder, and its arguments; and the table its rows belong to."""
 
-    table: str  # "interpreter" (pyperformance) or "libraries" (in_container/bench_libraries.py)
+    table: Literal["interpreter", "libraries"]  # pyperformance's, or in_container/bench_libraries.py's
     mounted_at: str
     script: str
     args: tuple[str, ...] = ()
