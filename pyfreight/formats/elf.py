@@ -125,12 +125,20 @@ def _dynamic_symbols(elf: ELFFile) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(imported), frozenset(exported)
 
 
+GLIBC_VERSION_MARK = b"@GLIBC_"
+
+
 def object_glibc_references(data: bytes) -> dict[str, tuple[int, ...]]:
     """The versioned glibc symbols an object file (ET_REL) refers to, `name@GLIBC_x.y`
     as `.symver` left them, with their versions: what a link of it will need. An
     unversioned reference binds to whatever glibc the link finds. {} for anything that
     is not an ELF object (LLVM bitcode of LTO builds included)."""
     if not data.startswith(b"\x7fELF"):
+        return {}
+    if GLIBC_VERSION_MARK not in data:
+        # A versioned reference's name holds the mark in the string table; without it
+        # there is none, and reading every symbol of thousands of objects costs the
+        # most of a full archive's validate.
         return {}
     try:
         elf = ELFFile(io.BytesIO(data))
