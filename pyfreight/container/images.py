@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from pyfreight.hashing import text_sha256
 from pyfreight.leftovers import owned
 from pyfreight.logs import say
 from pyfreight.paths import DOCKERFILES_DIR, Workspace
+from pyfreight.records import exclusive
 from pyfreight.sources.mirrors import DebianMirrors, find_debian_mirrors
 from pyfreight.targets import RunsEmulated, Target, emulator_of
 
@@ -184,6 +186,26 @@ def _ensure_rootfs_image(
     platform label: binfmt_misc runs its programs whatever the label says."""
     if docker.image_id(tag):
         return tag
+    with _making(ws, tag):
+        if not docker.image_id(tag):  # another run may have made it while this one waited
+            _bootstrap_image(tag, base, ws, mirrors, architecture, env)
+    return tag
+
+
+def _making(ws: Workspace, tag: str) -> AbstractContextManager[None]:
+    """Held while `tag` is made: two runs on one build folder (a build and a test beside
+    it) would both debootstrap the same image, and write one log at once."""
+    return exclusive(ws.images / f"{tag.replace(':', '-')}.image", f"image {tag}")
+
+
+def _bootstrap_image(
+    tag: str,
+    base: dict,
+    ws: Workspace,
+    mirrors: DebianMirrors,
+    architecture: str | None,
+    env: dict[str, str] | None,
+) -> None:
     say(f"image {tag}: building")
     log = ws.logs / f"image-{tag.replace(':', '-')}.log"
     ws.scratch.mkdir(parents=True, exist_ok=True)
@@ -201,7 +223,6 @@ def _ensure_rootfs_image(
         )
         (rootfs / "etc/apt/sources.list").write_text(_apt_sources(base["suite"], mirrors))
         docker.import_rootfs(rootfs, tag, env or {}, log)
-    return tag
 
 
 def relativize_symlinks(root: Path) -> int:
@@ -497,12 +518,14 @@ def ensure_images(ws: Workspace, target: Target) -> BuildImage:
     ws.images.mkdir(parents=True, exist_ok=True)
     tag = build_tag(spec, target)
     if not docker.image_id(tag):
-        started = time.monotonic()
-        mirrors = find_debian_mirrors()
-        base = _ensure_base(spec, ws, mirrors)
-        sysroot_tar = _ensure_sysroot(spec, target, ws, mirrors, base)
-        _ensure_build(spec, target, ws, base, sysroot_tar)
-        say(f"images ready in {time.monotonic() - started:.0f} s")
+        with _making(ws, tag):
+            if not docker.image_id(tag):
+                started = time.monotonic()
+                mirrors = find_debian_mirrors()
+                base = _ensure_base(spec, ws, mirrors)
+                sysroot_tar = _ensure_sysroot(spec, target, ws, mirrors, base)
+                _ensure_build(spec, target, ws, base, sysroot_tar)
+                say(f"images ready in {time.monotonic() - started:.0f} s")
     image = docker.image_id(tag)
     assert image is not None
     return BuildImage(tag=tag, image_id=image, manifest=_write_manifest(tag, ws))
