@@ -39,9 +39,9 @@ deps: setup
 # The test tiers (tests/tiers.py): `test` is CI's (.ci/run), `test-all` every test,
 # `test-part PART=NAME` one part of test-all (a GitHub job each). `test` lists its 25
 # slowest steps at the end: its budget on a fresh 2-core machine is 35 minutes. Both run
-# on every core (pytest-xdist): the tests that use the Docker engine in order on one
-# worker, the rest beside them (tests/conftest.py, ENGINE_GROUP).
-PARALLEL := -n auto --dist loadgroup
+# on every core (pytest-xdist), in groups queued in the order tests/conftest.py gives them
+# (ENGINE_GROUP): the engine's tests in order on one worker, the rest beside them.
+PARALLEL := -n auto --dist loadgroup --no-loadscope-reorder
 test: lint
 	.venv/bin/pytest -ra --durations=25 $(PARALLEL) --tier ci $(ARGS)
 

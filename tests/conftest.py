@@ -44,6 +44,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "part(name): a test of test-all only, in its part NAME (tests/tiers.py)"
     )
+    config.addinivalue_line(
+        "markers",
+        "archive_reader: a container test that only reads the noopt build's archives and "
+        "runs containers of its own; scheduled beside the engine's other tests (conftest.py)",
+    )
     config.pluginmanager.register(_WhatTheSelectionNeeds(), "pyfreight-what-the-selection-needs")
 
 
@@ -122,19 +127,39 @@ def _part_of(item: pytest.Item) -> str | None:
     return str(marker.args[0]) if marker else None
 
 
-# Under pytest-xdist's --dist loadgroup (make's test tiers run two workers), one worker
-# takes every test that uses the Docker engine, in order: they share the build the first
-# of them makes, and the build folder it fills, so they must not race each other. The
-# other tests go module by module (a module's fixtures are made once) to whichever worker
-# is free, most of them while the first builds.
+# Under pytest-xdist's --dist loadgroup (make's test tiers run two workers), the tests that
+# use the Docker engine form two groups, each run by one worker in order:
+# - "engine": the first of them makes the noopt build; the others share the build folder
+#   it fills (they rebuild in it, hold its records, time its waits), so none may race
+#   another;
+# - "engine-readers": the tests marked archive_reader, which only read the noopt build's
+#   archives (the workers share that build: the fixture's lock) and run containers of
+#   their own. They run beside the engine group once the build is made, on the worker
+#   that first ran the module groups (every other test, grouped by module) while the
+#   other built.
+# The order of the work queue is the order below (make passes --no-loadscope-reorder):
+# the build first, the readers last, so that no worker waits for the build while
+# module tests are left.
 ENGINE_GROUP = "engine"
+READERS_GROUP = "engine-readers"
+
+
+def _group_of(item: pytest.Item) -> str:
+    if not item.get_closest_marker("container"):
+        return item.path.name
+    return READERS_GROUP if item.get_closest_marker("archive_reader") else ENGINE_GROUP
+
+
+def _queue_rank(group: str) -> int:
+    return {ENGINE_GROUP: 0, READERS_GROUP: 2}.get(group, 1)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        group = ENGINE_GROUP if item.get_closest_marker("container") else item.path.name
+    groups = {item: _group_of(item) for item in items}
+    for item, group in groups.items():
         item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: _queue_rank(groups[item]))  # stable: modules stay in order
     known = tiers.parts()
     named = {_part_of(item) for item in items} - {None}
     if named - set(known):
@@ -216,18 +241,56 @@ def write_recipe(root: Path, name: str, depends=(), build: str = "true\n", **ove
     return folder
 
 
+def _shared_by_workers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temporary folder every worker of this session sees: pytest-xdist gives each
+    worker its own folder beneath the session's."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+
+
 @pytest.fixture(scope="session")
 def noopt_dists(tmp_path_factory):
     """The archives of a real CPython noopt build (default target) of a pinned minor
     version, built once per test session and version (the build is the expensive part),
-    as a function of the version."""
+    as a function of the version. The workers share it: the first to ask builds, under a
+    lock; another asking meanwhile waits and reads what the first recorded, failure
+    included (one build's log tail, not a second build)."""
     from pyfreight.archives.flavours import FULL, INSTALL_ONLY, INSTALL_ONLY_STRIPPED
     from pyfreight.archives.write import WrittenArchives
     from pyfreight.cpython.naming import parse_full_name
     from pyfreight.cpython.spec import BuildSpec
     from pyfreight.formats.tarball import read_member
+    from pyfreight.records import exclusive
 
     built: dict[str, WrittenArchives] = {}
+
+    def archives(spec: BuildSpec, full: Path, release: str) -> WrittenArchives:
+        twins = (full.with_name(f.file_name(spec, release)) for f in (INSTALL_ONLY, INSTALL_ONLY_STRIPPED))
+        return WrittenArchives(full, *twins, json.loads(read_member(full, "python/PYTHON.json")))
+
+    def build(spec: BuildSpec, minor: str, dist: Path) -> dict[str, str]:
+        """Built as people build it: the README's make command (check-install is
+        tests/test_cpython_integration.py's), into a folder of the session's own."""
+        dist.mkdir()
+        try:
+            made = run_group(
+                [
+                    "make",
+                    "-C",
+                    str(REPO),
+                    f"{spec.target.make_name}-noopt",
+                    f"CPYTHON={minor}",
+                    "ARGS=--no-check",
+                ],
+                timeout=5400,
+                env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
+            )
+        except subprocess.TimeoutExpired:
+            return {"failed": f"make {spec.target.make_name}-noopt ran past its 5400 s"}
+        if made.returncode != 0:
+            return {"failed": made.stdout[-3000:] + made.stderr[-3000:]}
+        [full] = [p for p in dist.iterdir() if p.name.endswith(FULL.suffix)]
+        return {"full": str(full)}
 
     def noopt_dist_of(minor: str) -> WrittenArchives:
         if minor in built:
@@ -241,33 +304,21 @@ def noopt_dists(tmp_path_factory):
                 continue
             release = full.name.removeprefix(f"cpython-{spec.version}+").split("-")[0]
             if full.name == FULL.file_name(spec, release):
-                document = json.loads(read_member(full, "python/PYTHON.json"))
-                twins = (
-                    full.with_name(f.file_name(spec, release)) for f in (INSTALL_ONLY, INSTALL_ONLY_STRIPPED)
-                )
-                built[minor] = WrittenArchives(full, *twins, document)
+                built[minor] = archives(spec, full, release)
                 return built[minor]
-        # Built as people build it: the README's make command (check-install is
-        # tests/test_cpython_integration.py's), into a folder of the session's own.
-        dist = tmp_path_factory.mktemp(f"dist-{minor}")
-        made = run_group(
-            [
-                "make",
-                "-C",
-                str(REPO),
-                f"{spec.target.make_name}-noopt",
-                f"CPYTHON={minor}",
-                "ARGS=--no-check",
-            ],
-            timeout=5400,
-            env={**os.environ, "PYFREIGHT_DIST_DIR": str(dist)},
-        )
-        assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
-        [full] = [p for p in dist.iterdir() if p.name.endswith(FULL.suffix)]
+        record = _shared_by_workers(tmp_path_factory) / f"noopt-{minor}.json"
+        with exclusive(record, f"the session's noopt build of {minor}"):
+            if not record.exists():
+                outcome = build(spec, minor, record.with_name(f"dist-{minor}"))
+                written = record.with_name(f".{record.name}.new")
+                written.write_text(json.dumps(outcome))
+                written.replace(record)
+            outcome = json.loads(record.read_text())
+        assert "failed" not in outcome, outcome["failed"]
+        full = Path(outcome["full"])
         named = parse_full_name(full.name)
         assert named is not None and named[0] == spec, full.name
-        twins = (dist / f.file_name(spec, named[1]) for f in (INSTALL_ONLY, INSTALL_ONLY_STRIPPED))
-        built[minor] = WrittenArchives(full, *twins, json.loads(read_member(full, "python/PYTHON.json")))
+        built[minor] = archives(spec, full, named[1])
         return built[minor]
 
     return noopt_dist_of

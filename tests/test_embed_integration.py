@@ -22,7 +22,8 @@ from pyfreight.embed.command import embed
 from pyfreight.formats.tarball import extract
 from tests.conftest import pyfreight_cli
 
-pytestmark = pytest.mark.container
+# Reads the noopt build's archives only: beside the engine group (conftest.py)
+pytestmark = [pytest.mark.container, pytest.mark.archive_reader]
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKS = ROOT / "pyfreight" / "in_container" / "interpreter_checks.py"

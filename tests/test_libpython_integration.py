@@ -27,7 +27,8 @@ from pyfreight.targets import default_target
 from tests.conftest import REPO
 from tests.tiers import CLIENTS
 
-pytestmark = pytest.mark.container
+# Reads the noopt build's archives only: beside the engine group (conftest.py)
+pytestmark = [pytest.mark.container, pytest.mark.archive_reader]
 
 EMBEDDING_PROGRAM = r"""
 #include <Python.h>

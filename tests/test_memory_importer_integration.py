@@ -22,7 +22,8 @@ from pyfreight.formats.tarball import extract
 from tests.conftest import pyfreight_cli
 from tests.tiers import version_part
 
-pytestmark = pytest.mark.container
+# Reads the noopt build's archives only: beside the engine group (conftest.py)
+pytestmark = [pytest.mark.container, pytest.mark.archive_reader]
 
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
 

@@ -130,6 +130,7 @@ def _documented_packer() -> str:
 
 
 @pytest.mark.container
+@pytest.mark.archive_reader
 def test_a_real_archive_reads_as_its_name_says(noopt_dist, tmp_path):
     dist = python_json.open_archive(noopt_dist.full, tmp_path)
     assert f"cpython-{dist.python_version}+" in noopt_dist.full.name
@@ -156,6 +157,7 @@ def _run_packer(source: str, noopt_dist, tmp_path: Path, probe: str) -> subproce
 
 
 @pytest.mark.container
+@pytest.mark.archive_reader
 def test_the_documented_packer_links_an_interpreter_with_what_it_chose(noopt_dist, tmp_path):
     """The example of docs/embedding.md, run as written."""
     probe = (
@@ -169,6 +171,7 @@ def test_the_documented_packer_links_an_interpreter_with_what_it_chose(noopt_dis
 
 
 @pytest.mark.container
+@pytest.mark.archive_reader
 def test_the_required_extensions_alone_link_and_start(noopt_dist, tmp_path):
     """The same packer choosing nothing: PYTHON.json's `required` flags must name every
     module the core calls or imports to start, since no symbol scan fills the gaps."""

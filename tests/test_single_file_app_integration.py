@@ -22,7 +22,8 @@ from pyfreight.targets import default_target
 from tests.conftest import pyfreight_cli
 from tests.in_image import bash_in_image
 
-pytestmark = pytest.mark.container
+# Reads the noopt build's archives only: beside the engine group (conftest.py)
+pytestmark = [pytest.mark.container, pytest.mark.archive_reader]
 
 GREET = '''\
 import importlib.metadata

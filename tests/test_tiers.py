@@ -72,28 +72,39 @@ def test_make_runs_each_tier_with_its_selection():
         dry = subprocess.run(
             ["make", "-n", *goal.split()], cwd=REPO, capture_output=True, text=True, check=True
         )
-        parallel = r" -n auto --dist loadgroup" if goal != "test-part PART=x" else ""
+        parallel = r" -n auto --dist loadgroup --no-loadscope-reorder" if goal != "test-part PART=x" else ""
         assert re.search(rf"pytest -ra( --durations=\d+)?{parallel} {words}\b", dry.stdout), dry.stdout
     refused = subprocess.run(["make", "test-part"], cwd=REPO, capture_output=True, text=True)
     assert refused.returncode != 0 and "make test-part PART=NAME" in refused.stderr, refused.stderr
 
 
-def test_the_engines_tests_are_scheduled_on_one_worker():
-    """make's workers (pytest-xdist, --dist loadgroup) get every test that uses the Docker
-    engine as one group, which one worker runs in order, and the others by module. The
-    scheduler's view is what counts: with pytest 9.2 the groups were set on the items and
-    never reached it, and two workers built at once."""
-    module = "tests/test_python_json_reader.py"  # unit tests and engine tests side by side
-    engine = _ids(_collected("--tier", "ci", "-m", "container", module))
-    assert engine, "the module has no engine test to schedule"
+def test_the_engines_tests_are_scheduled_in_two_groups_queued_around_the_rest():
+    """make's workers (pytest-xdist, --dist loadgroup) get the tests that use the Docker
+    engine as two groups, each run by one worker in order: those that build or share the
+    build folder ("engine"), and those that only read the noopt archives ("engine-readers",
+    marked archive_reader); the others go by module. The queue holds the engine's group
+    first and the readers' last. The scheduler's view is what counts: with pytest 9.2 the
+    groups were set on the items and never reached it, and two workers built at once."""
+    # unit tests, reader tests and engine tests side by side
+    modules = ("tests/test_python_json_reader.py", "tests/test_cli_integration.py")
+    engine = _ids(_collected("--tier", "ci", "-m", "container and not archive_reader", *modules))
+    readers = _ids(_collected("--tier", "ci", "-m", "container and archive_reader", *modules))
+    assert engine and readers, "the modules have no engine test or no reader test to schedule"
     plan = subprocess.run(
-        [*PYTEST, "-n", "2", "--dist", "loadgroup", "--setup-plan", "-v", "--tier", "ci", module],
+        [*PYTEST, "-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder", "--setup-plan", "-v",
+         "--tier", "ci", *modules],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     scheduled = dict(re.findall(r"^(tests/\S+::\S+)@(\S+) *$", plan.stdout, re.M))
-    assert set(scheduled) >= engine and len(scheduled) > len(engine), plan.stdout[-3000:]
+    assert set(scheduled) >= engine | readers and len(scheduled) > len(engine | readers), plan.stdout[-3000:]
     for nodeid, group in scheduled.items():
-        assert group == ("engine" if nodeid in engine else "test_python_json_reader.py"), nodeid
+        module = nodeid.split("::")[0].rsplit("/", 1)[1]
+        assert group == ("engine" if nodeid in engine else "engine-readers" if nodeid in readers else module)
+    # the order the scheduler queues the groups in: the collection's
+    listed = _collected("--tier", "ci", *modules)
+    order = [line for line in listed.stdout.splitlines() if "::" in line]
+    ranks = [0 if nodeid in engine else 2 if nodeid in readers else 1 for nodeid in order]
+    assert ranks == sorted(ranks) and set(ranks) == {0, 1, 2}, order
 
 
 def test_an_unknown_part_is_refused_with_the_list():
