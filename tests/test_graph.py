@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyfreight.deps.graph import build_order, check_graph, closure, for_os
+from pyfreight.deps.graph import build_order, check_graph, closure, for_os, longest_chains_first
 from pyfreight.errors import PyfreightError
 from pyfreight.sources.recipes import load_all
 from tests.conftest import write_recipe
@@ -18,6 +18,33 @@ def test_order_puts_dependencies_first_and_is_stable(tmp_path):
     recipes = recipes_from(tmp_path, {"app": ["b", "a"], "a": ["c"], "b": ["c"], "c": []})
     assert build_order(recipes, ["app"]) == ["c", "a", "b", "app"]
     assert closure(recipes, ["a"]) == {"a", "c"}
+
+
+def test_the_costliest_chains_start_first_and_dependencies_stay_first(tmp_path):
+    """A big leaf (OpenSSL's sources) and the head of a chain (X11 before Tk) are ranked
+    before cheap leaves that come first by name; no recipe before one it depends on."""
+
+    def recipe(name, size, depends=()):
+        source = {"file": f"{name}-1.0.tar.gz", "sha256": "0" * 64, "size": size, "urls": []}
+        write_recipe(tmp_path, name, depends=depends, sources=[source])
+
+    recipe("aaa-small", 10)
+    recipe("bzip", 20)
+    recipe("openssl", 5000)
+    recipe("xproto", 10)
+    recipe("x11", 900, ["xproto"])
+    recipe("tk", 900, ["x11"])
+    recipes = load_all(tmp_path)
+    order = build_order(recipes, list(recipes))
+    assert order[:2] == ["aaa-small", "bzip"]  # by name, before the re-ranking
+    ranked = longest_chains_first(recipes, order)
+    assert ranked == ["openssl", "xproto", "x11", "tk", "bzip", "aaa-small"]
+    # the real recipes: every dependency before its dependents, and OpenSSL first
+    real = for_os(load_all(), "linux", None)
+    ranked = longest_chains_first(real, build_order(real, list(real)))
+    assert ranked[0] == "openssl"
+    for at, name in enumerate(ranked):
+        assert set(real[name].every_dependency()) <= set(ranked[:at]), name
 
 
 def test_cycle_is_reported(tmp_path):

@@ -82,3 +82,22 @@ def build_order(recipes: Mapping[str, Recipe], names: Iterable[str]) -> list[str
         order.extend(ready)
         sorter.done(*ready)
     return order
+
+
+def longest_chains_first(recipes: Mapping[str, Recipe], order: list[str]) -> list[str]:
+    """`order` (dependencies first) re-ranked so that the recipes heading the costliest
+    chains of builds come first: a scheduler that starts the first ready recipe then
+    starts early what takes longest (OpenSSL) or what a chain of others waits on (the
+    X11 libraries before Tk), instead of leaving it to run alone at the end. A build's
+    cost is not known before it runs; the size of its sources stands for it. A recipe
+    ranks above everything that depends on it, so the order stays dependencies first."""
+    dependents: dict[str, list[str]] = {name: [] for name in order}
+    for name in order:
+        for dependency in recipes[name].every_dependency():
+            if dependency in dependents:
+                dependents[dependency].append(name)
+    chain: dict[str, int] = {}
+    for name in reversed(order):  # every dependent is ranked before its dependencies
+        own = 1 + sum(source.size for source in recipes[name].sources)
+        chain[name] = own + max((chain[d] for d in dependents[name]), default=0)
+    return sorted(order, key=lambda name: -chain[name])

@@ -10,7 +10,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from pyfreight.container import images
-from pyfreight.deps.graph import build_order, check_graph, closure, for_os
+from pyfreight.deps.graph import build_order, check_graph, closure, for_os, longest_chains_first
 from pyfreight.deps.recipe_build import Artifact, artifact_stem, build_recipe, cached_artifact, recipe_key
 from pyfreight.errors import PyfreightError
 from pyfreight.logs import say
@@ -87,7 +87,7 @@ def build_deps(
             built.append(name)
             return artifact
 
-    pending = list(order)
+    pending = longest_chains_first(recipes, order)
     running: dict[Future, str] = {}
     with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
         while pending or running:
