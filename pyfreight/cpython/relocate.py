@@ -265,7 +265,9 @@ def find_build_paths(tree: Path) -> list[str]:
             if text is None:
                 continue
             hits = [(s, text.find(s)) for s in FORBIDDEN]
-            if match := INSTALL_PATH.search(text):
+            # The plain substring first: the pattern's look-behind tried at every
+            # position of every file took seconds of each validate.
+            if INSTALL_PREFIX in text and (match := INSTALL_PATH.search(text)):
                 hits.append((INSTALL_PREFIX, match.start()))
             for s, at in hits:
                 if at >= 0:
