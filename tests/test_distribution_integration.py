@@ -28,6 +28,15 @@ def dist(noopt_dist):
     return noopt_dist
 
 
+@pytest.fixture(scope="module")
+def install_only_tree(dist, tmp_path_factory) -> Path:
+    """The install_only archive extracted once, for the tests that run or read its files
+    and change none."""
+    root = tmp_path_factory.mktemp("install-only")
+    extract(dist.install_only, root)
+    return root / "python"
+
+
 def _paths_in(value, key=""):
     """Every string of PYTHON.json that names a file or folder of the archive."""
     path_keys = ("python_exe", "objs", "path_static", "license_paths", "license_path", "inittab_object",
@@ -43,6 +52,7 @@ def _paths_in(value, key=""):
         yield value
 
 
+@pytest.mark.archive_reader
 def test_full_archive_layout_and_python_json(dist):
     members = archive_members(dist.full)
     names = [m.name for m in members]
@@ -82,6 +92,7 @@ def test_full_archive_layout_and_python_json(dist):
             assert variant.get("license_paths"), name
 
 
+@pytest.mark.archive_reader
 def test_install_only_archives(dist):
     with tarfile.open(dist.install_only) as tar:
         names = tar.getnames()
@@ -94,6 +105,7 @@ def test_install_only_archives(dist):
     assert dist.install_only_stripped.stat().st_size < dist.install_only.stat().st_size
 
 
+@pytest.mark.archive_reader
 def test_archives_validate(dist):
     proc = pyfreight_cli("validate", *dist.archives)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -156,6 +168,7 @@ def test_full_and_install_only_archives_run(dist):
     assert "(full)" in proc.stderr and "(install_only)" in proc.stderr  # recognised from content
 
 
+@pytest.mark.archive_reader
 @pytest.mark.parametrize(
     ("argv0", "path"),
     [
@@ -164,11 +177,12 @@ def test_full_and_install_only_archives_run(dist):
         ("nosuch-python", "/nonexistent"),  # a bare name that PATH does not resolve at all
     ],
 )
-def test_a_start_whose_argv0_does_not_lead_to_the_interpreter_finds_its_stdlib(dist, tmp_path, argv0, path):
+def test_a_start_whose_argv0_does_not_lead_to_the_interpreter_finds_its_stdlib(
+    install_only_tree, tmp_path, argv0, path
+):
     """`exec -a NAME python/bin/python3` from an extracted install_only archive: the
     stdlib is found from the file the kernel started, and sys.executable names that file."""
-    extract(dist.install_only, tmp_path)
-    python = tmp_path / "python" / "bin" / "python3"
+    python = install_only_tree / "bin" / "python3"
     probe = "import encodings, os, sys; print(sys.executable); print(os.path.realpath(sys.prefix))"
     ran = subprocess.run(
         ["/bin/bash", "-c", f'exec -a "$1" "$0" -c "{probe}"', str(python), argv0],
@@ -180,9 +194,10 @@ def test_a_start_whose_argv0_does_not_lead_to_the_interpreter_finds_its_stdlib(d
     assert ran.returncode == 0, ran.stderr
     executable, prefix = ran.stdout.split()
     assert Path(executable).resolve() == python.resolve()
-    assert prefix == str((tmp_path / "python").resolve())
+    assert prefix == str(install_only_tree.resolve())
 
 
+@pytest.mark.archive_reader
 def test_stripped_archive_runs_with_the_default_tests(dist):
     """The stripped flavour has no test package: test-dist still runs every product
     check on it (the TLS handshake included, with pyfreight's own test CA) and says
@@ -227,7 +242,8 @@ def _framed_functions(binary: Path) -> dict[str, bool]:
     return framed
 
 
-def test_the_interpreter_keeps_frame_pointers_for_profilers(dist, tmp_path):
+@pytest.mark.archive_reader
+def test_the_interpreter_keeps_frame_pointers_for_profilers(install_only_tree):
     """Every Linux build keeps frame pointers (platforms/linux.py frame_pointer_cflags), in
     CPython's code and its libraries', so perf and eBPF profilers unwind our interpreter
     without DWARF; a library whose recipe.yaml says `frame_pointers: false` (where the
@@ -236,8 +252,7 @@ def test_the_interpreter_keeps_frame_pointers_for_profilers(dist, tmp_path):
     up %rbp)."""
     from pyfreight.sources.recipes import load_all
 
-    extract(dist.install_only, tmp_path)
-    framed = _framed_functions(tmp_path / "python" / "bin" / "python3.14")
+    framed = _framed_functions(install_only_tree / "bin" / "python3.14")
     assert framed["PyObject_GetAttr"]
     recipes = load_all()
     by_library = {
