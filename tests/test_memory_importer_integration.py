@@ -20,7 +20,7 @@ from pyfreight.embed.command import embed
 from pyfreight.embed.memory import PackOptions
 from pyfreight.formats.tarball import extract
 from tests.conftest import pyfreight_cli
-from tests.tiers import version_part
+from tests.tiers import STATIC_CODE, version_part
 
 # Reads the noopt build's archives only: beside the engine group (conftest.py)
 pytestmark = [pytest.mark.container, pytest.mark.archive_reader]
@@ -49,15 +49,17 @@ print("STATIC", _pyfreight_memory.info()["static_code_loads"])
 
 
 def _builds() -> list:
-    """Both forms on the default version (make test); static code on every other pinned
-    version, each in its own part of test-all."""
+    """The marshalled form on the default version (make test); static code on the default
+    version in its own part of test-all, and on every other pinned version in that
+    version's part."""
     default, versions = load_versions()
     other = [
         pytest.param((v, "static-code"), marks=pytest.mark.part(version_part(v)))
         for v in versions
         if v != default
     ]
-    return [(default, "marshal"), (default, "static-code"), *other]
+    static = pytest.param((default, "static-code"), marks=pytest.mark.part(STATIC_CODE))
+    return [(default, "marshal"), static, *other]
 
 
 @pytest.fixture(scope="module", params=_builds(), ids=lambda p: "-".join(p))

@@ -39,7 +39,7 @@ def test_the_parts_come_from_the_data():
     parts = tiers.parts()
     assert "cpython-3.13" in parts and "cpython-3.15" in parts and "cpython-3.14" not in parts
     assert "aarch64-unknown-linux-gnu" in parts and "x86_64-unknown-linux-gnu" not in parts
-    assert parts[-3:] == [tiers.FROM_SCRATCH, tiers.CLIENTS, tiers.BENCHMARKS]
+    assert parts[-4:] == [tiers.FROM_SCRATCH, tiers.CLIENTS, tiers.BENCHMARKS, tiers.STATIC_CODE]
     assert len(set(parts)) == len(parts)
 
 

@@ -7,7 +7,8 @@ each as its own GitHub job (.github/workflows/ci.yml).
 
 The parts come from the data, as the builds do: a CPython version of
 cpython/versions.yaml that is not the default, a target of targets/*.yaml that is not
-the default, and three of their own: "from-scratch", "clients" and "benchmarks". `python -m
+the default, and four of their own: "from-scratch", "clients", "benchmarks" and
+"static-code". `python -m
 tests.tiers` prints them as JSON for the workflow.
 
 A tier never skips what it claims: when the selected tests need a Docker engine or an
@@ -29,6 +30,10 @@ FROM_SCRATCH = "from-scratch"
 CLIENTS = "clients"
 # pyfreight bench and bench-import run for real (the bench container, Debian's python).
 BENCHMARKS = "benchmarks"
+# The in-memory importer's --static-code form on the default version: its compile of every
+# stdlib module's code as C data is minutes of a 2-core machine, and the marshalled form,
+# embed's default, is make test's. The other versions' parts build static code too.
+STATIC_CODE = "static-code"
 BINFMT = Path("/proc/sys/fs/binfmt_misc")
 
 
@@ -41,7 +46,7 @@ def parts() -> list[str]:
     default_version, versions = load_versions()
     found = [version_part(v) for v in versions if v != default_version]
     found += sorted(t.triple for t in all_targets().values() if not t.is_default)
-    return [*found, FROM_SCRATCH, CLIENTS, BENCHMARKS]
+    return [*found, FROM_SCRATCH, CLIENTS, BENCHMARKS, STATIC_CODE]
 
 
 def missing_for(container: bool, part_names: set[str]) -> list[str]:
